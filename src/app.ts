@@ -1,0 +1,77 @@
+// Builds the whole service for a configuration: infrastructure first, then the REST API and/or the
+// RPC gateway as EXPOSE says. server.ts runs it; every test builds the same app.
+import cookie from '@fastify/cookie'
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { Config } from './config.js'
+import { createCore, type Core } from './core/index.js'
+import type { CoreDeps } from './core/deps.js'
+import { createEventBus } from './core/events.js'
+import type { HealthProbe } from './core/health.js'
+import { openDatabase, type DatabaseHandle } from './db/database.js'
+import { systemClock, type Clock } from './infra/clock.js'
+import { createMailer } from './infra/mail.js'
+import { createRedis } from './infra/redis.js'
+import { createStorage } from './infra/storage.js'
+import { healthRoute } from './health.routes.js'
+import { installNotFound } from './not-found.js'
+import { restApi } from './rest/index.js'
+import { rpcGateway } from './rpc/index.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    core: Core
+    deps: CoreDeps
+  }
+}
+
+export interface BuildOptions {
+  /** Time source; tests pass one they can move. */
+  clock?: Clock
+  /** An already open database to share (tests running two instances on one PGlite); not closed by the app. */
+  database?: DatabaseHandle
+}
+
+export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    trustProxy: config.trustProxy
+  })
+
+  const database = options.database ?? await openDatabase(config)
+  const redis = config.redisUrl === undefined ? undefined : createRedis(config.redisUrl)
+  const storage = await createStorage(config.dataDir)
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
+  const bus = createEventBus((error) => { app.log.error({ err: error }, 'event listener failed') })
+  const deps: CoreDeps = { config, db: database.db, bus, mailer, clock: options.clock ?? systemClock, log: app.log }
+  const core = createCore(deps)
+  app.decorate('core', core)
+  app.decorate('deps', deps)
+
+  app.addHook('onClose', async () => {
+    mailer.close()
+    if (redis !== undefined) redis.disconnect()
+    if (options.database === undefined) await database.close()
+  })
+
+  const probes: Record<string, HealthProbe> = {
+    database: { essential: true, check: async () => { await database.ping(); return 'healthy' } },
+    cache: {
+      // The limiter falls back to per-instance memory when Redis is down: degraded, not down.
+      essential: false,
+      check: async () => {
+        if (redis === undefined) return 'healthy'
+        await redis.ping()
+        return 'healthy'
+      }
+    }
+  }
+  const servesRest = config.expose !== 'public'
+  if (servesRest) probes.storage = { essential: true, check: async () => { await storage.probe(); return 'healthy' } }
+
+  await app.register(cookie)
+  installNotFound(app)
+  await app.register(healthRoute(probes, deps.clock, servesRest))
+  if (servesRest) await app.register(restApi, { prefix: '/api', core, config })
+  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: '/rpc', core, config })
+  return app
+}

@@ -1,0 +1,5 @@
+/** Who is calling: a signed-in user in one session. Operations that allow anonymous callers take `Actor | null`. */
+export interface Actor {
+  readonly userId: string
+  readonly sessionId: string
+}

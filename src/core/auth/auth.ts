@@ -1,0 +1,231 @@
+// Sign-in by magic link (browser cookie or RPC poll), sessions, refresh-token rotation, account deletion.
+import { AppError } from '../errors.js'
+import type { Actor } from '../actor.js'
+import type { CoreDeps } from '../deps.js'
+import { parseInput } from '../validation.js'
+import { hashToken, newId, newSecretToken } from '../../infra/ids.js'
+import { findOrCreateUserByEmail, findUserById } from '../users/users.repository.js'
+import { toUser, type User } from '../users/users.types.js'
+import { deleteAccountData } from '../users/account-deletion.js'
+import * as repo from './auth.repository.js'
+import { createTokenCodec } from './tokens.js'
+import {
+  ACCESS_TOKEN_TTL_MS, COOKIE_SESSION_TTL_MS, DELETION_TOKEN_TTL_MS, LINK_TTL_MS, POLL_GRACE_MS, REFRESH_TOKEN_TTL_MS,
+  PingInput, PollInput, RefreshInput, RequestLoginInput, TokenInput, type LoginPoll, type TokenPair
+} from './auth.types.js'
+
+const normaliseEmail = (email: string): string => email.trim().toLowerCase()
+const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
+
+export function createAuth (deps: CoreDeps) {
+  const { db, clock, mailer, config, log } = deps
+  const codec = createTokenCodec(config.jwtSecret)
+
+  /** Sends mail; when it cannot be sent, `undo` removes what was stored so no unsent token stays usable. */
+  async function sendOrUndo (message: { to: string, subject: string, text: string }, undo: () => Promise<void>): Promise<void> {
+    try {
+      await mailer.send(message)
+    } catch (error) {
+      log.error({ err: error, to: message.to }, 'mail delivery failed')
+      await undo()
+      throw new AppError('unavailable', 'The e-mail could not be sent. Please try again later.')
+    }
+  }
+
+  async function issueTokenPair (userId: string, sessionId: string, now: Date): Promise<TokenPair> {
+    const refreshToken = newSecretToken()
+    const refreshExpiresAt = later(now, REFRESH_TOKEN_TTL_MS)
+    await repo.insertRefreshToken(db, { tokenHash: hashToken(refreshToken), sessionId, expiresAt: refreshExpiresAt })
+    await repo.extendSession(db, sessionId, refreshExpiresAt)
+    const expiresAt = later(now, ACCESS_TOKEN_TTL_MS)
+    return {
+      accessToken: codec.sign({ userId, sessionId, expiresAt, issuedAt: now }),
+      refreshToken,
+      expiresAt: expiresAt.toISOString()
+    }
+  }
+
+  /** Redeems a link: exactly one of concurrent redemptions wins; signs the address up on first use. */
+  async function redeemLink (token: string): Promise<User> {
+    const tokenHash = hashToken(token)
+    const now = clock.now()
+    const user = await db.transaction().execute(async (trx) => {
+      const link = await repo.consumeLoginLink(trx, tokenHash, now)
+      if (link === undefined) return undefined
+      const row = await findOrCreateUserByEmail(trx, link.email, now)
+      await repo.setLoginLinkUser(trx, tokenHash, row.id)
+      return row
+    })
+    if (user !== undefined) return toUser(user)
+    const link = await repo.findLoginLink(db, tokenHash)
+    if (link === undefined) throw new AppError('invalid_token', 'This sign-in link is not valid.')
+    if (link.used_at !== null) throw new AppError('invalid_token', 'This sign-in link has already been used.')
+    throw new AppError('invalid_token', 'This sign-in link has expired. Request a new one.')
+  }
+
+  async function me (actor: Actor): Promise<User> {
+    const row = await findUserById(db, actor.userId)
+    if (row === undefined) throw new AppError('unauthenticated', 'Account no longer exists')
+    return toUser(row)
+  }
+
+  return {
+    me,
+
+    /** Always succeeds for a well-formed address, known or not (no enumeration). */
+    async requestLogin (input: unknown, options: { poll: boolean }): Promise<{ pollToken?: string, expiresAt: string }> {
+      const { email } = parseInput(RequestLoginInput, input)
+      const address = normaliseEmail(email)
+      const now = clock.now()
+      const token = newSecretToken()
+      const pollToken = options.poll ? newSecretToken() : undefined
+      const expiresAt = later(now, LINK_TTL_MS)
+      const tokenHash = hashToken(token)
+      await repo.deleteExpiredLoginLinks(db, later(now, -POLL_GRACE_MS))
+      await repo.insertLoginLink(db, { tokenHash, pollHash: pollToken === undefined ? null : hashToken(pollToken), email: address, now, expiresAt })
+      const link = `${config.appUrl}/api/auth/authorize?token=${token}`
+      await sendOrUndo({
+        to: address,
+        subject: 'Your sign-in link',
+        text: `Sign in to Canvas by opening this link within 10 minutes:\n\n${link}\n\nIf you did not ask for it, ignore this message.\n`
+      }, async () => { await repo.deleteLoginLink(db, tokenHash) })
+      return { ...(pollToken === undefined ? {} : { pollToken }), expiresAt: expiresAt.toISOString() }
+    },
+
+    /** Describes a pending link without using it. */
+    async getAuthorizeInfo (input: unknown): Promise<{ email: string, expiresAt: string, newAccount: boolean }> {
+      const { token } = parseInput(TokenInput, input)
+      const link = await repo.findLoginLink(db, hashToken(token))
+      if (link === undefined) throw new AppError('invalid_token', 'This sign-in link is not valid.')
+      if (link.used_at !== null) throw new AppError('invalid_token', 'This sign-in link has already been used.')
+      if (link.expires_at <= clock.now()) throw new AppError('invalid_token', 'This sign-in link has expired. Request a new one.')
+      const existing = await db.selectFrom('users').select('id').where('email', '=', link.email).executeTakeFirst()
+      return { email: link.email, expiresAt: link.expires_at.toISOString(), newAccount: existing === undefined }
+    },
+
+    /** RPC: redeems the link, which completes the poll of the client that requested it. */
+    async authorizeLogin (input: unknown): Promise<{ email: string }> {
+      const { token } = parseInput(TokenInput, input)
+      const user = await redeemLink(token)
+      return { email: user.email }
+    },
+
+    /** Browser: redeems the link and opens a cookie session (a signed JWT for `app_session`). */
+    async signInWithLink (input: unknown): Promise<{ user: User, sessionToken: string, maxAgeSeconds: number }> {
+      const { token } = parseInput(TokenInput, input)
+      const user = await redeemLink(token)
+      const now = clock.now()
+      const sessionId = newId('ses')
+      const expiresAt = later(now, COOKIE_SESSION_TTL_MS)
+      await repo.insertSession(db, { id: sessionId, userId: user.id, kind: 'cookie', now, expiresAt })
+      return {
+        user,
+        sessionToken: codec.sign({ userId: user.id, sessionId, expiresAt, issuedAt: now }),
+        maxAgeSeconds: COOKIE_SESSION_TTL_MS / 1000
+      }
+    },
+
+    async pollLoginStatus (input: unknown): Promise<LoginPoll> {
+      const { pollToken } = parseInput(PollInput, input)
+      const pollHash = hashToken(pollToken)
+      const now = clock.now()
+      const link = await repo.findLoginLinkByPoll(db, pollHash)
+      if (link === undefined) throw new AppError('invalid_token', 'Unknown poll token.')
+      if (link.poll_delivered_at !== null) throw new AppError('invalid_token', 'This login was already completed; its tokens were handed out.')
+      if (link.user_id === null) {
+        if (link.expires_at <= now) throw new AppError('invalid_token', 'This login request has expired. Request a new one.')
+        return { status: 'PENDING' }
+      }
+      if (later(link.expires_at, POLL_GRACE_MS) <= now) throw new AppError('invalid_token', 'This login request has expired. Request a new one.')
+      const tokens = await db.transaction().execute(async (trx) => {
+        const delivered = await repo.markPollDelivered(trx, pollHash, now)
+        if (delivered === undefined) return undefined
+        const sessionId = newId('ses')
+        await repo.insertSession(trx, { id: sessionId, userId: delivered.user_id, kind: 'rpc', now, expiresAt: later(now, REFRESH_TOKEN_TTL_MS) })
+        return { userId: delivered.user_id, sessionId }
+      })
+      if (tokens === undefined) throw new AppError('invalid_token', 'This login was already completed; its tokens were handed out.')
+      return { status: 'COMPLETED', ...await issueTokenPair(tokens.userId, tokens.sessionId, now) }
+    },
+
+    /** Rotates a refresh token. A used token presented again revokes its whole session. */
+    async refreshToken (input: unknown): Promise<TokenPair> {
+      const { refreshToken } = parseInput(RefreshInput, input)
+      const tokenHash = hashToken(refreshToken)
+      const now = clock.now()
+      const found = await repo.findRefreshToken(db, tokenHash)
+      if (found === undefined) throw new AppError('unauthenticated', 'Invalid refresh token.')
+      if (found.revoked_at !== null) throw new AppError('unauthenticated', 'This session has been revoked.')
+      if (found.used_at !== null || await repo.consumeRefreshToken(db, tokenHash, now) === undefined) {
+        await repo.revokeSession(db, found.session_id, now)
+        log.warn({ sessionId: found.session_id }, 'refresh token reuse: session revoked')
+        throw new AppError('unauthenticated', 'Refresh token reuse detected; the session has been revoked.')
+      }
+      if (found.expires_at <= now) throw new AppError('session_expired', 'Session expired')
+      return await issueTokenPair(found.user_id, found.session_id, now)
+    },
+
+    /** Resolves a cookie or Bearer JWT to its caller; the session must exist, be unrevoked and unexpired. */
+    async authenticate (token: string): Promise<Actor> {
+      const claims = codec.verify(token)
+      if (claims === undefined) throw new AppError('unauthenticated', 'Invalid token')
+      const now = clock.now()
+      if (claims.exp * 1000 <= now.getTime()) throw new AppError('session_expired', 'Session expired')
+      const session = await repo.findSession(db, claims.sid)
+      if (session === undefined || session.user_id !== claims.sub || session.revoked_at !== null) {
+        throw new AppError('unauthenticated', 'Session revoked')
+      }
+      if (session.expires_at <= now) throw new AppError('session_expired', 'Session expired')
+      return { userId: claims.sub, sessionId: claims.sid }
+    },
+
+    async logout (actor: Actor): Promise<void> {
+      await repo.revokeSession(db, actor.sessionId, clock.now())
+    },
+
+    async requestDeletion (actor: Actor): Promise<{ expiresAt: string }> {
+      const user = await me(actor)
+      const token = newSecretToken()
+      const tokenHash = hashToken(token)
+      const expiresAt = later(clock.now(), DELETION_TOKEN_TTL_MS)
+      await repo.insertDeletionToken(db, { tokenHash, userId: user.id, expiresAt })
+      await sendOrUndo({
+        to: user.email,
+        subject: 'Confirm the deletion of your account',
+        text: `Someone (hopefully you) asked to delete your Canvas account and all its data.\n\nTo confirm, open this link within 60 minutes:\n\n${config.appUrl}/account/confirm-deletion?token=${token}\n\nIf you did not ask for it, ignore this message and nothing happens.\n`
+      }, async () => { await repo.deleteDeletionToken(db, tokenHash) })
+      return { expiresAt: expiresAt.toISOString() }
+    },
+
+    /** Permanently removes the account and everything it owns, in one transaction. */
+    async confirmDeletion (input: unknown): Promise<{ userId: string }> {
+      const { token } = parseInput(TokenInput, input)
+      const now = clock.now()
+      const userId = await db.transaction().execute(async (trx) => {
+        const consumed = await repo.consumeDeletionToken(trx, hashToken(token), now)
+        if (consumed === undefined) return undefined
+        await deleteAccountData(trx, consumed.user_id)
+        return consumed.user_id
+      })
+      if (userId === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
+      return { userId }
+    },
+
+    getConfig (): { appUrl: string, accessTokenTtlSeconds: number, refreshTokenTtlSeconds: number, rtcEnabled: boolean, version: string } {
+      return {
+        appUrl: config.appUrl,
+        accessTokenTtlSeconds: ACCESS_TOKEN_TTL_MS / 1000,
+        refreshTokenTtlSeconds: REFRESH_TOKEN_TTL_MS / 1000,
+        rtcEnabled: config.rtcAppId !== undefined,
+        version: process.env.npm_package_version ?? '0.1.0'
+      }
+    },
+
+    ping (input: unknown): { message: string, timestamp: string } {
+      const { message } = parseInput(PingInput, input)
+      return { message, timestamp: clock.now().toISOString() }
+    }
+  }
+}
+
+export type Auth = ReturnType<typeof createAuth>

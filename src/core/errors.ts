@@ -1,0 +1,45 @@
+// The one error type of the core. Each transport maps `kind` to its own status/code in one table
+// (src/rest/errors.ts, src/rpc/errors.ts); anything that is not an AppError is masked as internal.
+
+export type ErrorKind =
+  | 'validation' // bad input; carries one violation per offending field
+  | 'invalid_token' // a link, refresh or deletion token that is unknown, used or expired
+  | 'unauthenticated'
+  | 'session_expired'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict' // duplicate or constraint
+  | 'precondition' // the operation is not allowed in the resource's current state
+  | 'aborted' // a concurrent change won (stale version)
+  | 'rate_limited'
+  | 'unavailable' // a dependency (mail, RTC provider) is down or not configured
+
+export interface FieldViolation {
+  field: string
+  description: string
+}
+
+export class AppError extends Error {
+  constructor (
+    readonly kind: ErrorKind,
+    message: string,
+    readonly violations: readonly FieldViolation[] = [],
+    /** Seconds until a retry can succeed (rate limits). */
+    readonly retryAfter?: number
+  ) {
+    super(message)
+    this.name = 'AppError'
+  }
+}
+
+export function validationError (field: string, description: string): AppError {
+  return new AppError('validation', `${field}: ${description}`, [{ field, description }])
+}
+
+export function notFound (what: string): AppError {
+  return new AppError('not_found', `${what} not found`)
+}
+
+export function forbidden (message: string): AppError {
+  return new AppError('forbidden', message)
+}

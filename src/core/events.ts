@@ -1,0 +1,87 @@
+// The typed event map (SPEC Events) and the bus. Operations publish after their transaction
+// commits; the SSE stream subscribes. Who may receive an event is stated by its audience, and the
+// core decides what an audience means (room membership and visibility), never the stream code.
+import type { LayoutIssue, PositionResult, TilePosition, CursorPosition } from './canvas/canvas.types.js'
+import type { Room } from './rooms/rooms.types.js'
+import type { Spark } from './sparks/sparks.types.js'
+
+/** Event type → payload, exactly as SPEC's event table. */
+export interface EventMap {
+  'room:created': Room
+  'room:updated': Room
+  'room:deleted': { id: string }
+  'spark:created': Spark
+  'spark:updated': Spark
+  'spark:deleted': { id: string, roomId: string }
+  'position:updated': PositionResult
+  'positions:batch-updated': { updates: TilePosition[] }
+  'layout:computed': { roomId: string, positions: TilePosition[] }
+  'layout:validated': { roomId: string, valid: boolean, issues: LayoutIssue[] }
+  'cursor:moved': CursorPosition
+  'cursor:left': { userId: string, roomId: string }
+  'cursors:batch-updated': { cursors: CursorPosition[] }
+}
+
+export type EventType = keyof EventMap
+
+/**
+ * Who may receive an event.
+ * - room: the room's members who may still see the room at delivery time (DECISIONS §5, §7);
+ * - users: exactly these users (e.g. `room:deleted` goes to those who were members when it was deleted).
+ */
+export type Audience =
+  | { kind: 'room', roomId: string }
+  | { kind: 'users', userIds: readonly string[] }
+
+export interface DomainEvent<K extends EventType = EventType> {
+  readonly type: K
+  readonly payload: EventMap[K]
+  /** ISO 8601 server time of publication. */
+  readonly timestamp: string
+  /** The user who caused the event, when one did. */
+  readonly userId?: string
+  readonly audience: Audience
+}
+
+export type AnyEvent = { [K in EventType]: DomainEvent<K> }[EventType]
+
+export type EventListener = (event: AnyEvent) => void
+
+export interface PublishOptions {
+  audience: Audience
+  /** The user who caused the event. */
+  userId?: string
+}
+
+export interface EventBus {
+  /** Call only after the change's transaction has committed. */
+  publish<K extends EventType> (type: K, payload: EventMap[K], options: PublishOptions): Promise<void>
+  subscribe (listener: EventListener): () => void
+}
+
+/** In-process bus: delivers to every listener; a throwing listener cannot hurt the others or the publisher. */
+export function createEventBus (onListenerError: (error: unknown) => void = () => {}): EventBus {
+  const listeners = new Set<EventListener>()
+  return {
+    async publish (type, payload, { audience, userId }) {
+      const event = {
+        type,
+        payload,
+        timestamp: new Date().toISOString(),
+        audience,
+        ...(userId === undefined ? {} : { userId })
+      } as AnyEvent
+      for (const listener of listeners) {
+        try {
+          listener(event)
+        } catch (error) {
+          onListenerError(error)
+        }
+      }
+    },
+    subscribe (listener) {
+      listeners.add(listener)
+      return () => { listeners.delete(listener) }
+    }
+  }
+}

@@ -1,0 +1,53 @@
+// The health report (SPEC Health report): each part is probed for real and timed.
+export type PartStatus = 'healthy' | 'degraded' | 'unhealthy'
+
+export interface HealthPart {
+  status: PartStatus
+  latency: number
+}
+
+export interface HealthProbe {
+  /** Resolves when the part works; 'degraded' when it works through a fallback. */
+  check (): Promise<'healthy' | 'degraded'>
+  /** An unhealthy part that the service can live without makes the report degraded, not unhealthy. */
+  essential: boolean
+}
+
+export interface HealthReport {
+  status: PartStatus
+  timestamp: string
+  services: Record<string, HealthPart>
+  uptime?: number
+}
+
+const PROBE_TIMEOUT_MS = 2_000
+
+async function probe (check: () => Promise<'healthy' | 'degraded'>): Promise<HealthPart> {
+  const started = performance.now()
+  let timer: NodeJS.Timeout | undefined
+  try {
+    const status = await Promise.race([
+      check(),
+      new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error('probe timed out')) }, PROBE_TIMEOUT_MS) })
+    ])
+    return { status, latency: Math.round((performance.now() - started) * 100) / 100 }
+  } catch {
+    return { status: 'unhealthy', latency: Math.round((performance.now() - started) * 100) / 100 }
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export async function healthReport (probes: Record<string, HealthProbe>, now: Date, uptimeSeconds?: number): Promise<HealthReport> {
+  const names = Object.keys(probes)
+  const parts = await Promise.all(names.map(async (name) => await probe(probes[name]!.check)))
+  const services: Record<string, HealthPart> = {}
+  let status: PartStatus = 'healthy'
+  names.forEach((name, i) => {
+    const part = parts[i]!
+    services[name] = part
+    if (part.status === 'unhealthy' && probes[name]!.essential) status = 'unhealthy'
+    else if (part.status !== 'healthy' && status === 'healthy') status = 'degraded'
+  })
+  return { status, timestamp: now.toISOString(), services, ...(uptimeSeconds === undefined ? {} : { uptime: uptimeSeconds }) }
+}

@@ -1,0 +1,11 @@
+// The business core: every operation both transports call.
+import { createAuth } from './auth/auth.js'
+import type { CoreDeps } from './deps.js'
+
+export function createCore (deps: CoreDeps) {
+  return {
+    auth: createAuth(deps)
+  }
+}
+
+export type Core = ReturnType<typeof createCore>

@@ -1,0 +1,9 @@
+// What confirmed account deletion removes (DECISIONS §3). Runs inside the deletion transaction.
+// Rows that reference the user with ON DELETE CASCADE (sessions, tokens, links) go with the user row;
+// domains whose data must go explicitly add their step here.
+import type { Db } from '../../db/database.js'
+import { deleteUserRow } from './users.repository.js'
+
+export async function deleteAccountData (trx: Db, userId: string): Promise<void> {
+  await deleteUserRow(trx, userId)
+}

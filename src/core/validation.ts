@@ -1,0 +1,101 @@
+// Input validation for both transports: the core validates every operation's input against its
+// TypeBox schema, and REST uses the same schemas (and this formatter) for bodies and queries, so
+// a bad field reads the same over REST and RPC.
+import type { Static, TSchema } from 'typebox'
+import { Compile, type Validator } from 'typebox/compile'
+import { AppError, type FieldViolation } from './errors.js'
+
+/** Custom message for a property: put `errorMessage` on its schema. */
+interface WithMessage { errorMessage?: string, properties?: Record<string, TSchema>, items?: TSchema }
+
+interface TypeBoxError {
+  keyword: string
+  instancePath: string
+  params: Record<string, unknown>
+  message: string
+}
+
+const compiled = new WeakMap<TSchema, Validator>()
+
+function validatorFor (schema: TSchema): Validator {
+  let validator = compiled.get(schema)
+  if (validator === undefined) {
+    validator = Compile(schema)
+    compiled.set(schema, validator)
+  }
+  return validator
+}
+
+/** `/updates/0/x` → `updates[0].x` */
+function fieldName (segments: readonly string[]): string {
+  return segments.reduce((name, s) => /^\d+$/.test(s) ? `${name}[${s}]` : name === '' ? s : `${name}.${s}`, '')
+}
+
+function schemaAt (schema: TSchema, segments: readonly string[]): WithMessage | undefined {
+  let current: WithMessage | undefined = schema as WithMessage
+  for (const s of segments) {
+    if (current === undefined) return undefined
+    current = /^\d+$/.test(s) ? current.items as WithMessage | undefined : current.properties?.[s] as WithMessage | undefined
+  }
+  return current
+}
+
+function describe (schema: TSchema, segments: readonly string[], error: TypeBoxError): string {
+  const custom = schemaAt(schema, segments)?.errorMessage
+  if (custom !== undefined) return custom
+  switch (error.keyword) {
+    case 'type': return `must be ${String(error.params.type)}`
+    case 'minLength': return `must be at least ${String(error.params.limit)} characters`
+    case 'maxLength': return `must be at most ${String(error.params.limit)} characters`
+    case 'minimum': return `must be at least ${String(error.params.limit)}`
+    case 'maximum': return `must be at most ${String(error.params.limit)}`
+    case 'maxItems': return `must have at most ${String(error.params.limit)} items`
+    case 'minItems': return `must have at least ${String(error.params.limit)} items`
+    default: return error.message
+  }
+}
+
+export function violationsOf (schema: TSchema, errors: readonly TypeBoxError[]): FieldViolation[] {
+  const violations: FieldViolation[] = []
+  const seen = new Set<string>()
+  const add = (field: string, description: string): void => {
+    if (seen.has(field)) return // one violation per field: the first is the most specific
+    seen.add(field)
+    violations.push({ field, description })
+  }
+  for (const error of errors) {
+    const segments = error.instancePath.split('/').slice(1)
+    if (error.keyword === 'required') {
+      for (const name of error.params.requiredProperties as string[]) {
+        add(fieldName([...segments, name]), 'is required')
+      }
+    } else if (error.keyword === 'additionalProperties') {
+      for (const name of error.params.additionalProperties as string[]) {
+        add(fieldName([...segments, name]), 'is not allowed')
+      }
+    } else if (error.keyword === 'boolean' && error.message === 'schema is false') {
+      continue // reported by the additionalProperties error of the parent
+    } else {
+      add(segments.length === 0 ? '(body)' : fieldName(segments), describe(schema, segments, error))
+    }
+  }
+  return violations
+}
+
+export function checkInput<T extends TSchema> (schema: T, value: unknown): FieldViolation[] {
+  const validator = validatorFor(schema)
+  if (validator.Check(value)) return []
+  return violationsOf(schema, validator.Errors(value) as unknown as TypeBoxError[])
+}
+
+export function invalidInput (violations: readonly FieldViolation[]): AppError {
+  const summary = violations.map((v) => `${v.field} ${v.description}`).join('; ')
+  return new AppError('validation', `Invalid input: ${summary}`, violations)
+}
+
+/** Validates `value` against `schema` and returns it typed, or throws a validation AppError. */
+export function parseInput<T extends TSchema> (schema: T, value: unknown): Static<T> {
+  const violations = checkInput(schema, value)
+  if (violations.length > 0) throw invalidInput(violations)
+  return value as Static<T>
+}

@@ -1,0 +1,63 @@
+// Opens the database the configuration names: Postgres through `pg` when DATABASE_URL is set,
+// otherwise embedded PGlite in DATA_DIR. Both run the same migrations and queries.
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { Kysely, PostgresDialect, sql } from 'kysely'
+import pg from 'pg'
+import { PGliteDialect } from './pglite-dialect.js'
+import { migrateToLatest } from './migrate.js'
+import type { Database } from './schema.js'
+
+export type Db = Kysely<Database>
+
+export interface DatabaseHandle {
+  readonly db: Db
+  readonly kind: 'postgres' | 'pglite'
+  /** The PGlite instance on the embedded default (for LISTEN/NOTIFY); undefined on Postgres. */
+  readonly pglite: PGlite | undefined
+  /** The pg pool on Postgres; undefined on PGlite. */
+  readonly pool: pg.Pool | undefined
+  ping (): Promise<void>
+  close (): Promise<void>
+}
+
+export interface DatabaseOptions {
+  databaseUrl: string | undefined
+  dataDir: string
+  poolSize?: number
+}
+
+export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
+  if (options.databaseUrl !== undefined) {
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 })
+    // A pool error on an idle client must not crash the process; the next query reports it.
+    pool.on('error', () => {})
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    await migrateToLatest(db)
+    return {
+      db,
+      kind: 'postgres',
+      pglite: undefined,
+      pool,
+      ping: async () => { await sql`select 1`.execute(db) },
+      close: async () => { await db.destroy() }
+    }
+  }
+  const dir = join(options.dataDir, 'pglite')
+  mkdirSync(dir, { recursive: true })
+  const pglite = await PGlite.create(dir)
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) })
+  await migrateToLatest(db)
+  return {
+    db,
+    kind: 'pglite',
+    pglite,
+    pool: undefined,
+    ping: async () => { await sql`select 1`.execute(db) },
+    close: async () => {
+      await db.destroy()
+      await pglite.close()
+    }
+  }
+}

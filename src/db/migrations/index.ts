@@ -1,0 +1,7 @@
+// The explicit, ordered list of migrations. Names are ISO timestamps; append, never reorder.
+import type { Migration } from 'kysely'
+import * as usersAndSessions from './2026-11-22T00-00-00_users_and_sessions.js'
+
+export const migrations: Record<string, Migration> = {
+  '2026-11-22T00-00-00_users_and_sessions': usersAndSessions
+}

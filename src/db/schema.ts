@@ -1,0 +1,64 @@
+// Kysely table types: the one source of truth for row shapes. Each migration that adds or changes
+// a table updates the matching interface here.
+import type { ColumnType, Generated } from 'kysely'
+
+/** timestamptz(3): read as Date, written as Date. */
+type Timestamp = ColumnType<Date, Date, Date>
+type CreatedAt = ColumnType<Date, Date | undefined, never>
+
+export interface UsersTable {
+  id: string
+  email: string
+  display_name: string
+  avatar_url: string | null
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+export type SessionKind = 'cookie' | 'rpc'
+
+export interface SessionsTable {
+  id: string
+  user_id: string
+  kind: SessionKind
+  created_at: CreatedAt
+  expires_at: Timestamp
+  revoked_at: Timestamp | null
+}
+
+/** Refresh tokens of RPC sessions; a used one presented again revokes its session (reuse detection). */
+export interface RefreshTokensTable {
+  token_hash: string
+  session_id: string
+  expires_at: Timestamp
+  used_at: Timestamp | null
+}
+
+/** A magic link, stored only as hashes; it completes a poll when it was requested over RPC. */
+export interface LoginLinksTable {
+  token_hash: string
+  poll_hash: string | null
+  email: string
+  created_at: CreatedAt
+  expires_at: Timestamp
+  used_at: Timestamp | null
+  user_id: string | null
+  poll_delivered_at: Timestamp | null
+}
+
+export interface DeletionTokensTable {
+  token_hash: string
+  user_id: string
+  expires_at: Timestamp
+  used_at: Timestamp | null
+}
+
+export interface Database {
+  users: UsersTable
+  sessions: SessionsTable
+  refresh_tokens: RefreshTokensTable
+  login_links: LoginLinksTable
+  deletion_tokens: DeletionTokensTable
+}
+
+export type { Generated }

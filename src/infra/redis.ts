@@ -1,0 +1,20 @@
+// The shared Redis client (rate-limit counters, stream caps). Commands never queue while Redis is
+// down and time out quickly: callers fall back to per-instance memory instead of waiting.
+import { Redis } from 'ioredis'
+
+export const REDIS_COMMAND_TIMEOUT_MS = 50
+
+export function createRedis (url: string): Redis {
+  const redis = new Redis(url, {
+    lazyConnect: false,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    enableAutoPipelining: true,
+    // Keep trying to reconnect forever, but never more often than every 500 ms.
+    retryStrategy: (attempt) => Math.min(attempt * 50, 500)
+  })
+  // Connection errors are expected while Redis is down; health and the limiter report them.
+  redis.on('error', () => {})
+  return redis
+}

@@ -1,0 +1,27 @@
+// The REST API under /api: session-cookie auth, CORS for the one configured origin, one plugin per route group.
+import cors from '@fastify/cors'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../config.js'
+import type { Core } from '../core/index.js'
+import { authRoutes } from './auth.routes.js'
+import { installRestErrorHandler } from './errors.js'
+import { installAccessCheck, installIdentity } from './identity.js'
+import { typeBoxValidatorCompiler } from './validation.js'
+
+export interface RestOptions {
+  core: Core
+  config: Config
+}
+
+export async function restApi (app: FastifyInstance, { core, config }: RestOptions): Promise<void> {
+  await app.register(cors, {
+    origin: config.corsOrigin,
+    credentials: true,
+    exposedHeaders: ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
+  })
+  app.setValidatorCompiler(typeBoxValidatorCompiler)
+  installRestErrorHandler(app)
+  installIdentity(app, core)
+  installAccessCheck(app)
+  await app.register(authRoutes(core, config), { prefix: '/auth' })
+}

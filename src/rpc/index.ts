@@ -1,0 +1,56 @@
+// The Connect RPC gateway under /rpc: Bearer auth, JSON and binary Protobuf, CORS for every origin
+// without credentials. One file per service maps messages to core calls.
+import { fastifyConnectPlugin } from '@connectrpc/connect-fastify'
+import type { ConnectRouter } from '@connectrpc/connect'
+import cors from '@fastify/cors'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../config.js'
+import type { Core } from '../core/index.js'
+import { CanvasService } from '../gen/app/canvas/v1/canvas_pb.js'
+import { OfficesService } from '../gen/app/offices/v1/offices_pb.js'
+import { PassportService } from '../gen/app/passport/v1/passport_pb.js'
+import { RoomsService } from '../gen/app/rooms/v1/rooms_pb.js'
+import { RtcService } from '../gen/app/rtc/v1/rtc_pb.js'
+import { ShelvesService } from '../gen/app/shelves/v1/shelves_pb.js'
+import { SparksService } from '../gen/app/sparks/v1/sparks_pb.js'
+import { UsersService } from '../gen/app/users/v1/users_pb.js'
+import { authService } from './auth.service.js'
+import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
+import { accessInterceptor } from './interceptors.js'
+
+export interface RpcOptions {
+  core: Core
+  config: Config
+}
+
+export async function rpcGateway (app: FastifyInstance, { core }: RpcOptions): Promise<void> {
+  await app.register(cors, {
+    origin: '*',
+    credentials: false,
+    methods: ['GET', 'POST', 'OPTIONS'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'Connect-Protocol-Version', 'Connect-Timeout-Ms', 'Connect-Accept-Encoding', 'Connect-Content-Encoding', 'X-User-Agent', 'X-Grpc-Web', 'Grpc-Timeout'],
+    exposedHeaders: ['Grpc-Status', 'Grpc-Message', 'Grpc-Status-Details-Bin', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    maxAge: 7200
+  })
+
+  const routes = (router: ConnectRouter): void => {
+    router.service(AuthService, authService(core))
+    // Declared now so clients generate from one tree; methods not implemented yet answer UNIMPLEMENTED.
+    router.service(RoomsService, {})
+    router.service(SparksService, {})
+    router.service(CanvasService, {})
+    router.service(OfficesService, {})
+    router.service(PassportService, {})
+    router.service(RtcService, {})
+    router.service(UsersService, {})
+    router.service(ShelvesService, {})
+  }
+
+  await app.register(fastifyConnectPlugin, {
+    routes,
+    interceptors: [accessInterceptor(core, (error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
+    // SPEC: false booleans and zero numbers are still present in JSON replies.
+    jsonOptions: { alwaysEmitImplicit: true },
+    shutdownTimeoutMs: 5_000
+  })
+}
