@@ -1,5 +1,6 @@
 // Signed JWTs for both transports: the cookie session (REST) and the access token (RPC) carry the
 // user id (`sub`), the session id (`sid`) and an expiry. Validity also needs the session row.
+import { randomBytes } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
 
 export interface TokenClaims {
@@ -23,6 +24,8 @@ export function createTokenCodec (secret: string): TokenCodec {
     sign: ({ userId, sessionId, expiresAt, issuedAt }) => signer({
       sub: userId,
       sid: sessionId,
+      // Unique per token, so two tokens minted in the same second still differ.
+      jti: randomBytes(9).toString('base64url'),
       iat: Math.floor(issuedAt.getTime() / 1000),
       exp: Math.floor(expiresAt.getTime() / 1000)
     }),

@@ -1,0 +1,71 @@
+// Configuration: parsed once, a bad value names its variable; the server refuses to start on one.
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+const dataDir = (): string => mkdtempSync(join(tmpdir(), 'canvas-config-'))
+
+t.test('defaults', async (t) => {
+  const dir = dataDir()
+  const config = loadConfig({ DATA_DIR: dir })
+  t.equal(config.port, 8080)
+  t.equal(config.host, '0.0.0.0')
+  t.equal(config.expose, 'all')
+  t.equal(config.appUrl, 'http://localhost:8080')
+  t.equal(config.corsOrigin, 'http://localhost:8080')
+  t.equal(config.rateLimitMaxRequests, 200)
+  t.equal(config.rateLimitWindowMs, 60000)
+  t.equal(config.sseHeartbeatMs, 30000)
+  t.equal(config.trustProxy, false)
+  t.equal(config.databaseUrl, undefined)
+  t.ok(Object.isFrozen(config))
+  t.equal(loadConfig({ DATA_DIR: dir }).jwtSecret, config.jwtSecret, 'the generated secret is kept in DATA_DIR')
+  t.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8'), config.jwtSecret)
+})
+
+t.test('a bad value names the variable', async (t) => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ EXPOSE: 'everything' }, 'EXPOSE'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ REDIS_URL: 'not a url' }, 'REDIS_URL'],
+    [{ APP_URL: 'ftp://x' }, 'APP_URL'],
+    [{ RATE_LIMIT_MAX_REQUESTS: '-1' }, 'RATE_LIMIT_MAX_REQUESTS'],
+    [{ RATE_LIMIT_WINDOW_MS: '1.5' }, 'RATE_LIMIT_WINDOW_MS'],
+    [{ SSE_HEARTBEAT_MS: 'soon' }, 'SSE_HEARTBEAT_MS'],
+    [{ TRUST_PROXY: 'my proxy' }, 'TRUST_PROXY'],
+    [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
+    [{ NODE_ENV: 'production' }, 'JWT_SECRET'],
+    [{ RTC_APP_ID: 'id-only' }, 'RTC_APP_CERTIFICATE'],
+    [{ SMTP_URL: 'http://mail' }, 'SMTP_URL']
+  ]
+  for (const [env, variable] of cases) {
+    let thrown: unknown
+    try {
+      loadConfig({ DATA_DIR: dataDir(), ...env })
+    } catch (error) {
+      thrown = error
+    }
+    t.ok(thrown instanceof ConfigError && thrown.variable === variable, `${JSON.stringify(env)} → ${variable}`)
+    t.match(String(thrown), variable)
+  }
+})
+
+t.test('TRUST_PROXY accepts true and IP/CIDR lists', async (t) => {
+  t.equal(loadConfig({ DATA_DIR: dataDir(), TRUST_PROXY: 'true' }).trustProxy, true)
+  t.equal(loadConfig({ DATA_DIR: dataDir(), TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy, '10.0.0.0/8, 127.0.0.1')
+})
+
+t.test('the server refuses to start on a bad value, naming it', async (t) => {
+  const result = spawnSync(process.execPath, ['--import=tsx', 'src/server.ts'], {
+    env: { ...process.env, PORT: 'abc', DATA_DIR: dataDir() },
+    encoding: 'utf8',
+    timeout: 60_000
+  })
+  t.equal(result.status, 1)
+  t.match(result.stderr, /Invalid configuration: PORT/)
+})

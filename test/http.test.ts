@@ -1,0 +1,132 @@
+// The HTTP surface: health, unknown routes, CORS on both gateways, EXPOSE splits, failing dependencies.
+import t from 'tap'
+import { Code, ConnectError } from '@connectrpc/connect'
+import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
+import { startApp, uniqueEmail } from './helpers/app.js'
+import { startFailingSmtp } from './helpers/fake-smtp.js'
+import { rpcClient, signInWithCookie } from './helpers/sign-in.js'
+
+const s = await startApp()
+t.teardown(s.close)
+
+t.test('GET /health: the REST report with every part measured', async (t) => {
+  const res = await s.app.inject({ method: 'GET', url: '/health' })
+  t.equal(res.statusCode, 200)
+  const body = res.json()
+  t.equal(body.status, 'healthy')
+  t.match(body.timestamp, /\.\d{3}Z$/)
+  for (const part of ['database', 'cache', 'storage']) {
+    t.equal(body.services[part].status, 'healthy', part)
+    t.type(body.services[part].latency, 'number')
+  }
+  t.type(body.uptime, 'number')
+})
+
+t.test('unknown routes answer JSON 404, wrong methods JSON 405', async (t) => {
+  const missing = await s.app.inject({ method: 'GET', url: '/api/nothing-here' })
+  t.equal(missing.statusCode, 404)
+  t.equal(missing.json().error, 'NotFound')
+  t.match(missing.headers['content-type'], /application\/json/)
+  const wrong = await s.app.inject({ method: 'PUT', url: '/api/auth/me' })
+  t.equal(wrong.statusCode, 405)
+  t.equal(wrong.json().error, 'MethodNotAllowed')
+  t.match(wrong.headers.allow, /GET/)
+})
+
+t.test('REST CORS: only the configured origin, with credentials', async (t) => {
+  const allowed = await s.app.inject({
+    method: 'OPTIONS',
+    url: '/api/auth/me',
+    headers: { origin: 'http://app.test', 'access-control-request-method': 'GET' }
+  })
+  t.equal(allowed.statusCode, 204)
+  t.equal(allowed.headers['access-control-allow-origin'], 'http://app.test')
+  t.equal(allowed.headers['access-control-allow-credentials'], 'true')
+  const foreign = await s.app.inject({
+    method: 'OPTIONS',
+    url: '/api/auth/me',
+    headers: { origin: 'http://evil.test', 'access-control-request-method': 'GET' }
+  })
+  t.not(foreign.headers['access-control-allow-origin'], 'http://evil.test')
+  t.not(foreign.headers['access-control-allow-origin'], '*')
+})
+
+t.test('RPC CORS: every origin, never credentials', async (t) => {
+  const res = await s.app.inject({
+    method: 'OPTIONS',
+    url: '/rpc/app.auth.v1.AuthService/GetMe',
+    headers: { origin: 'http://any.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,authorization,connect-protocol-version' }
+  })
+  t.equal(res.statusCode, 204)
+  t.equal(res.headers['access-control-allow-origin'], '*')
+  t.notOk(res.headers['access-control-allow-credentials'])
+  t.match(res.headers['access-control-allow-headers'], /authorization/i)
+})
+
+t.test('EXPOSE=public serves the RPC gateway and /health only', async (t) => {
+  const pub = await startApp({ EXPOSE: 'public' })
+  t.teardown(pub.close)
+  t.equal((await pub.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: { email: uniqueEmail() } })).statusCode, 404)
+  const health = (await pub.app.inject({ method: 'GET', url: '/health' })).json()
+  t.same(Object.keys(health.services).sort(), ['cache', 'database'])
+  t.equal(health.uptime, undefined)
+  t.equal((await rpcClient(pub, AuthService).ping({ message: 'x' })).message, 'x')
+})
+
+t.test('EXPOSE=internal serves the REST API and /health only', async (t) => {
+  const internal = await startApp({ EXPOSE: 'internal' })
+  t.teardown(internal.close)
+  const rpc = await fetch(`${internal.url}/rpc/app.auth.v1.AuthService/Ping`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  t.equal(rpc.status, 404)
+  await signInWithCookie(internal)
+  t.equal((await internal.app.inject({ method: 'GET', url: '/health' })).json().services.storage.status, 'healthy')
+})
+
+t.test('a failing SMTP server: 503 / UNAVAILABLE, and the unsent link is not usable', async (t) => {
+  const smtp = await startFailingSmtp()
+  t.teardown(smtp.close)
+  const m = await startApp({ SMTP_URL: smtp.url })
+  t.teardown(m.close)
+  const res = await m.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: { email: uniqueEmail() } })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().error, 'ServiceUnavailable')
+  t.equal(smtp.received.length, 1, 'the service did try to send')
+  const token = /token=3D([A-Za-z0-9_-]+)|token=([A-Za-z0-9_-]+)/.exec(smtp.received[0]?.replace(/=\r\n/g, '') ?? '')
+  const value = token?.[1] ?? token?.[2]
+  t.ok(value, 'the refused message carried a link')
+  const authorize = await m.app.inject({ method: 'GET', url: `/api/auth/authorize?token=${value ?? ''}` })
+  t.equal(authorize.statusCode, 400, 'the token was removed when delivery failed')
+
+  try {
+    await rpcClient(m, AuthService).requestLogin({ email: uniqueEmail() })
+    t.fail('expected UNAVAILABLE')
+  } catch (error) {
+    t.equal(ConnectError.from(error).code, Code.Unavailable)
+  }
+})
+
+t.test('a dead database: health is unhealthy (503), requests get a masked 500', async (t) => {
+  if (process.env.DATABASE_URL !== undefined) {
+    t.skip('closes the embedded database; covered on PGlite')
+    return
+  }
+  const d = await startApp()
+  const { cookie } = await signInWithCookie(d)
+  await d.app.deps.db.destroy()
+  const health = await d.app.inject({ method: 'GET', url: '/health' })
+  t.equal(health.statusCode, 503)
+  t.equal(health.json().status, 'unhealthy')
+  t.equal(health.json().services.database.status, 'unhealthy')
+  const me = await d.app.inject({ method: 'GET', url: '/api/auth/me', cookies: { app_session: cookie } })
+  t.equal(me.statusCode, 500)
+  t.same(me.json(), { error: 'InternalServerError', message: 'An unexpected error occurred.' })
+  try {
+    await rpcClient(d, AuthService, { token: cookie }).getMe({})
+    t.fail('expected INTERNAL')
+  } catch (error) {
+    const e = ConnectError.from(error)
+    t.equal(e.code, Code.Internal)
+    t.equal(e.rawMessage, 'Internal error', 'no internal text leaks')
+  }
+  await d.close().catch(() => {})
+})
