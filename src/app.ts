@@ -10,12 +10,13 @@ import type { HealthProbe } from './core/health.js'
 import { openDatabase, type DatabaseHandle } from './db/database.js'
 import { systemClock, type Clock } from './infra/clock.js'
 import { createMailer } from './infra/mail.js'
-import { createRedis } from './infra/redis.js'
+import { connectRedis } from './infra/redis.js'
 import { createStorage } from './infra/storage.js'
 import { healthRoute } from './health.routes.js'
 import { installNotFound } from './not-found.js'
 import { restApi } from './rest/index.js'
 import { rpcGateway } from './rpc/index.js'
+import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,6 +30,9 @@ export interface BuildOptions {
   clock?: Clock
   /** An already open database to share (tests running two instances on one PGlite); not closed by the app. */
   database?: DatabaseHandle
+  /** Benchmark only, never from the environment: false builds the app without the rate limiter;
+   *  `maxOverride` raises tier limits so a load run is not answered by 429s. */
+  rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -38,7 +42,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   const database = options.database ?? await openDatabase(config)
-  const redis = config.redisUrl === undefined ? undefined : createRedis(config.redisUrl)
+  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)
   const storage = await createStorage(config.dataDir)
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
   const bus = createEventBus((error) => { app.log.error({ err: error }, 'event listener failed') })
@@ -53,12 +57,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     if (options.database === undefined) await database.close()
   })
 
+  const limiter = options.rateLimit === false
+    ? undefined
+    : await createLimiter(app, { config, redis, clock: deps.clock, maxOverride: options.rateLimit?.maxOverride })
+
   const probes: Record<string, HealthProbe> = {
     database: { essential: true, check: async () => { await database.ping(); return 'healthy' } },
     cache: {
       // The limiter falls back to per-instance memory when Redis is down: degraded, not down.
       essential: false,
       check: async () => {
+        if (limiter !== undefined) return await limiter.health()
         if (redis === undefined) return 'healthy'
         await redis.ping()
         return 'healthy'
@@ -71,7 +80,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(cookie)
   installNotFound(app)
   await app.register(healthRoute(probes, deps.clock, servesRest))
-  if (servesRest) await app.register(restApi, { prefix: '/api', core, config })
-  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: '/rpc', core, config })
+  if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter })
+  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: '/rpc', core, config, limiter })
   return app
 }

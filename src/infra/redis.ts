@@ -18,3 +18,19 @@ export function createRedis (url: string): Redis {
   redis.on('error', () => {})
   return redis
 }
+
+/** Creates the client and gives it a moment to connect, so the first requests after start count in Redis. */
+export async function connectRedis (url: string, waitMs = 1_000): Promise<Redis> {
+  const redis = createRedis(url)
+  if (redis.status === 'ready') return redis
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, waitMs)
+    function done (): void {
+      clearTimeout(timer)
+      redis.off('ready', done)
+      resolve()
+    }
+    redis.once('ready', done)
+  })
+  return redis
+}

@@ -1,0 +1,61 @@
+// Shared pieces of the benchmark scripts: child-process targets, autocannon runs, sign-in.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+
+export interface Target { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
+
+export async function startTarget (kind: 'service' | 'raw', env: Record<string, string | undefined> = {}): Promise<Target> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-'))
+  const child = spawn(process.execPath, ['--import=tsx', join(import.meta.dirname, 'serve.ts'), kind], {
+    env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      const match = /listening (\S+)/.exec(out)
+      if (match?.[1] !== undefined) resolve(match[1])
+    })
+    child.on('exit', (code) => { reject(new Error(`${kind} exited with ${String(code)}`)) })
+  })
+  return {
+    url,
+    dataDir,
+    child,
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+    }
+  }
+}
+
+export interface Measurement { rps: number, p99: number, errors: number, non2xx: number }
+
+export async function measure (options: autocannon.Options): Promise<Measurement> {
+  const result = await autocannon({ connections: 50, duration: 5, ...options })
+  return { rps: result.requests.average, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx }
+}
+
+/** Signs a user in through the REST flow (reading the link from the target's outbox); returns the session JWT. */
+export async function signIn (target: Target, email: string): Promise<string> {
+  const requested = await fetch(`${target.url}/api/auth/request-login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) })
+  if (!requested.ok) throw new Error(`request-login: ${requested.status}`)
+  const outbox = join(target.dataDir, 'outbox')
+  const mail = readdirSync(outbox).sort().map((f) => JSON.parse(readFileSync(join(outbox, f), 'utf8')) as { to: string, text: string }).filter((m) => m.to === email).at(-1)
+  const token = /token=([A-Za-z0-9_-]+)/.exec(mail?.text ?? '')?.[1]
+  const authorized = await fetch(`${target.url}/api/auth/authorize?token=${token ?? ''}`, { redirect: 'manual' })
+  const cookie = /app_session=([^;]+)/.exec(authorized.headers.get('set-cookie') ?? '')?.[1]
+  if (cookie === undefined) throw new Error(`authorize: ${authorized.status}`)
+  return cookie
+}
+
+export function row (name: string, m: Measurement, baseline?: Measurement): string {
+  const ratio = baseline === undefined ? '' : `  ratio ${(m.rps / baseline.rps).toFixed(2)}×`
+  const bad = m.errors + m.non2xx > 0 ? `  (errors ${m.errors}, non-2xx ${m.non2xx})` : ''
+  return `${name.padEnd(40)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${String(m.p99).padStart(4)} ms${ratio}${bad}`
+}

@@ -1,0 +1,24 @@
+// A benchmark target in its own process: the service (`serve.ts service`) or the raw node:http
+// baseline (`serve.ts raw`). Prints `listening <url>` once ready. Configuration comes from the
+// environment (DATABASE_URL, REDIS_URL, DATA_DIR, …) exactly as for `npm start`.
+import { createServer } from 'node:http'
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
+
+const kind = process.argv[2] ?? 'service'
+
+if (kind === 'raw') {
+  const body = JSON.stringify({ data: { id: 'user_baseline', email: 'baseline@example.test', displayName: 'baseline', avatarUrl: '', createdAt: new Date().toISOString() } })
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+    res.end(body)
+  })
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address()
+    if (address !== null && typeof address === 'object') console.log(`listening http://127.0.0.1:${address.port}`)
+  })
+} else {
+  const app = await buildApp(loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }))
+  console.log(`listening ${await app.listen({ port: 0, host: '127.0.0.1' })}`)
+  process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
+}
