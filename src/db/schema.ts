@@ -53,12 +53,46 @@ export interface DeletionTokensTable {
   used_at: Timestamp | null
 }
 
+export interface RoomsTable {
+  id: string
+  name: string
+  description: string | null
+  is_public: boolean
+  created_by: string
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+/** A content tile; (x, y) is its top-left corner. `version` counts changes (optimistic concurrency). */
+export interface SparksTable {
+  id: string
+  room_id: string
+  title: string
+  content: string
+  x: number
+  y: number
+  created_by: string
+  created_at: CreatedAt
+  updated_at: Timestamp
+  version: ColumnType<number, number | undefined, number>
+}
+
+/** Who is in a room (DECISIONS §5): its creator, and signed-in users who opened or wrote in it while public. */
+export interface RoomMembersTable {
+  room_id: string
+  user_id: string
+  joined_at: ColumnType<Date, Date | undefined, never>
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
   refresh_tokens: RefreshTokensTable
   login_links: LoginLinksTable
   deletion_tokens: DeletionTokensTable
+  rooms: RoomsTable
+  sparks: SparksTable
+  room_members: RoomMembersTable
 }
 
 export type { Generated }

@@ -1,7 +1,9 @@
 // The explicit, ordered list of migrations. Names are ISO timestamps; append, never reorder.
 import type { Migration } from 'kysely'
 import * as usersAndSessions from './2026-11-22T00-00-00_users_and_sessions.js'
+import * as roomsSparksMembers from './2026-11-22T22-10-00_rooms_sparks_members.js'
 
 export const migrations: Record<string, Migration> = {
-  '2026-11-22T00-00-00_users_and_sessions': usersAndSessions
+  '2026-11-22T00-00-00_users_and_sessions': usersAndSessions,
+  '2026-11-22T22-10-00_rooms_sparks_members': roomsSparksMembers
 }

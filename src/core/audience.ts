@@ -1,0 +1,25 @@
+// What an event's audience means (DECISIONS §5, §7): the core decides, the SSE stream only asks.
+// `room`: the room's members who may still see it (a private room: only its creator; a deleted
+// room: nobody); `users`: exactly those users. One indexed query per call.
+import type { CoreDeps } from './deps.js'
+import type { Audience } from './events.js'
+import { isVisibleMember, visibleMemberIds } from './rooms/room-members.repository.js'
+
+export interface AudienceResolver {
+  recipientsOf (audience: Audience): Promise<ReadonlySet<string>>
+  canSee (userId: string, audience: Audience): Promise<boolean>
+}
+
+export function createAudience (deps: Pick<CoreDeps, 'db'>): AudienceResolver {
+  const { db } = deps
+  return {
+    async recipientsOf (audience) {
+      if (audience.kind === 'users') return new Set(audience.userIds)
+      return new Set(await visibleMemberIds(db, audience.roomId))
+    },
+    async canSee (userId, audience) {
+      if (audience.kind === 'users') return audience.userIds.includes(userId)
+      return await isVisibleMember(db, audience.roomId, userId)
+    }
+  }
+}
