@@ -26,6 +26,8 @@ export interface Config {
   readonly mailFrom: string
   readonly rateLimitMaxRequests: number
   readonly rateLimitWindowMs: number
+  /** Prepended to every rate-limit counter key in Redis, so several deployments (or test runs) can share one Redis. */
+  readonly rateLimitKeyPrefix: string
   readonly sseHeartbeatMs: number
   readonly rtcAppId: string | undefined
   readonly rtcAppCertificate: string | undefined
@@ -93,6 +95,13 @@ function trustProxy (env: Env): boolean | string {
   return raw
 }
 
+function keyPrefix (env: Env, name: string, fallback: string): string {
+  const raw = text(env, name)
+  if (raw === undefined) return fallback
+  if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(raw)) throw new ConfigError(name, `must be 1 to 64 letters, digits or ":_.-", got "${raw}"`)
+  return raw
+}
+
 /** Outside production the secret is generated once and kept in DATA_DIR, so sessions survive restarts. */
 function jwtSecret (env: Env, nodeEnv: NodeEnv, dataDir: string): string {
   const raw = text(env, 'JWT_SECRET')
@@ -131,6 +140,7 @@ export function loadConfig (env: Env = process.env): Config {
     mailFrom: text(env, 'MAIL_FROM') ?? 'Canvas <no-reply@localhost>',
     rateLimitMaxRequests: integer(env, 'RATE_LIMIT_MAX_REQUESTS', 200, 1, 1_000_000),
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
+    rateLimitKeyPrefix: keyPrefix(env, 'RATE_LIMIT_KEY_PREFIX', 'rl:'),
     sseHeartbeatMs: integer(env, 'SSE_HEARTBEAT_MS', 30_000, 10, 3_600_000),
     rtcAppId: text(env, 'RTC_APP_ID'),
     rtcAppCertificate: text(env, 'RTC_APP_CERTIFICATE'),

@@ -7,7 +7,8 @@ import type { Clock } from './infra/clock.js'
 export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, withUptime: boolean) {
   const startedAt = Date.now()
   return async function (app: FastifyInstance): Promise<void> {
-    app.get('/health', async (_request, reply) => {
+    // Exempt from rate limiting (SPEC tiers): load balancers and monitors poll it.
+    app.get('/health', { config: { access: 'public', tier: 'exempt' } }, async (_request, reply) => {
       const uptime = withUptime ? Math.round((Date.now() - startedAt) / 1000) : undefined
       const report = await healthReport(probes, clock.now(), uptime)
       return await reply.code(report.status === 'unhealthy' ? 503 : 200).send(report)

@@ -6,14 +6,18 @@ import type { Core } from '../core/index.js'
 import { authRoutes } from './auth.routes.js'
 import { installRestErrorHandler } from './errors.js'
 import { installAccessCheck, installIdentity } from './identity.js'
+import { installRateLimit } from './rate-limit.js'
+import type { Limiter } from '../ratelimit/limiter.js'
 import { typeBoxValidatorCompiler } from './validation.js'
 
 export interface RestOptions {
   core: Core
   config: Config
+  /** Absent only when the app is built without a limiter (benchmark baseline). */
+  limiter?: Limiter | undefined
 }
 
-export async function restApi (app: FastifyInstance, { core, config }: RestOptions): Promise<void> {
+export async function restApi (app: FastifyInstance, { core, config, limiter }: RestOptions): Promise<void> {
   await app.register(cors, {
     origin: config.corsOrigin,
     credentials: true,
@@ -22,6 +26,7 @@ export async function restApi (app: FastifyInstance, { core, config }: RestOptio
   app.setValidatorCompiler(typeBoxValidatorCompiler)
   installRestErrorHandler(app)
   installIdentity(app, core)
+  if (limiter !== undefined) installRateLimit(app, limiter)
   installAccessCheck(app)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
 }

@@ -1,7 +1,7 @@
 // The Connect RPC gateway under /rpc: Bearer auth, JSON and binary Protobuf, CORS for every origin
 // without credentials. One file per service maps messages to core calls.
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify'
-import type { ConnectRouter } from '@connectrpc/connect'
+import { createContextValues, type ConnectRouter } from '@connectrpc/connect'
 import cors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
@@ -17,13 +17,17 @@ import { UsersService } from '../gen/app/users/v1/users_pb.js'
 import { authService } from './auth.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
 import { accessInterceptor } from './interceptors.js'
+import type { Limiter } from '../ratelimit/limiter.js'
+import { httpRequestKey } from './rate-limit.js'
 
 export interface RpcOptions {
   core: Core
   config: Config
+  /** Absent only when the app is built without a limiter (benchmark baseline). */
+  limiter?: Limiter | undefined
 }
 
-export async function rpcGateway (app: FastifyInstance, { core }: RpcOptions): Promise<void> {
+export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOptions): Promise<void> {
   await app.register(cors, {
     origin: '*',
     credentials: false,
@@ -48,7 +52,9 @@ export async function rpcGateway (app: FastifyInstance, { core }: RpcOptions): P
 
   await app.register(fastifyConnectPlugin, {
     routes,
-    interceptors: [accessInterceptor(core, (error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
+    interceptors: [accessInterceptor(core, limiter, (error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
+    // The limiter reads the client address (socket, trusted forwarding headers) from the Fastify request.
+    contextValues: (request) => createContextValues().set(httpRequestKey, request),
     // SPEC: false booleans and zero numbers are still present in JSON replies.
     jsonOptions: { alwaysEmitImplicit: true },
     shutdownTimeoutMs: 5_000
