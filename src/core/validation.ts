@@ -89,13 +89,25 @@ export function checkInput<T extends TSchema> (schema: T, value: unknown): Field
 }
 
 export function invalidInput (violations: readonly FieldViolation[]): AppError {
-  const summary = violations.map((v) => `${v.field} ${v.description}`).join('; ')
+  // A description written as a whole sentence ("Room name must be …") reads best on its own.
+  const summary = violations.map((v) => /^[A-Z]/.test(v.description) ? v.description : `${v.field} ${v.description}`).join('; ')
   return new AppError('validation', `Invalid input: ${summary}`, violations)
+}
+
+/**
+ * RPC messages carry unset optional fields as `undefined`; like a key missing from JSON, that means
+ * absent, so a missing required field reads "is required" on both transports.
+ */
+function withoutUndefined (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutUndefined)
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, withoutUndefined(v)]))
 }
 
 /** Validates `value` against `schema` and returns it typed, or throws a validation AppError. */
 export function parseInput<T extends TSchema> (schema: T, value: unknown): Static<T> {
-  const violations = checkInput(schema, value)
+  const input = withoutUndefined(value)
+  const violations = checkInput(schema, input)
   if (violations.length > 0) throw invalidInput(violations)
-  return value as Static<T>
+  return input as Static<T>
 }
