@@ -3,7 +3,7 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomInt, randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
@@ -26,6 +26,11 @@ export function testEnv (overrides: Record<string, string | undefined> = {}): Re
     JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     APP_URL: 'http://app.test',
+    // Rate limits: every app counts under its own Redis key prefix, so test files running in parallel
+    // on one Redis never share counters (two-instance tests pass the same prefix), and the sign-in
+    // helpers send each sign-in from its own client address, trusted from the loopback peer.
+    RATE_LIMIT_KEY_PREFIX: `test-${randomUUID()}:`,
+    TRUST_PROXY: '127.0.0.1',
     ...overrides
   }
 }
@@ -41,6 +46,12 @@ export async function startApp (overrides: Record<string, string | undefined> = 
 export function movableClock (start = Date.now()): Clock & { advance (ms: number): void } {
   let now = start
   return { now: () => new Date(now), advance: (ms) => { now += ms } }
+}
+
+/** A random private client address (10.x.y.z), so each sign-in counts apart; sent as X-Forwarded-For. */
+export function uniqueClientIp (): string {
+  const bytes = randomBytes(2)
+  return `10.${bytes[0]!}.${bytes[1]!}.${1 + randomInt(254)}`
 }
 
 export function uniqueEmail (label = 'user'): string {
