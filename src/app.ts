@@ -51,6 +51,14 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.decorate('core', core)
   app.decorate('deps', deps)
 
+  // While closing, answers in flight tell keep-alive clients to hang up, so close() does not wait
+  // on connections that turn idle after it began.
+  let closing = false
+  app.addHook('preClose', async () => { closing = true })
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) void reply.header('connection', 'close')
+  })
+
   app.addHook('onClose', async () => {
     mailer.close()
     if (redis !== undefined) redis.disconnect()

@@ -1,14 +1,21 @@
-// A minimal SMTP server that accepts a whole message and then refuses it (554), so a test can see
-// what the service tried to send while delivery fails.
+// A minimal SMTP server that takes a whole message and then refuses it (554) or, slowly, accepts
+// it — so a test can see what the service tried to send, or hold a request in flight.
 import { createServer, type Server } from 'node:net'
 
-export interface FailingSmtp { url: string, received: string[], close (): Promise<void> }
+export interface FakeSmtp { url: string, received: string[], connected: Promise<void>, close (): Promise<void> }
 
-export async function startFailingSmtp (): Promise<FailingSmtp> {
+export async function startFailingSmtp (): Promise<FakeSmtp> {
+  return await startFakeSmtp({ accept: false, delayMs: 0 })
+}
+
+export async function startFakeSmtp (options: { accept: boolean, delayMs: number }): Promise<FakeSmtp> {
   const received: string[] = []
+  let markConnected!: () => void
+  const connected = new Promise<void>((resolve) => { markConnected = resolve })
   const server: Server = createServer((socket) => {
     let inData = false
     let buffer = ''
+    markConnected()
     socket.write('220 fake ESMTP\r\n')
     socket.on('data', (chunk) => {
       buffer += chunk.toString('utf8')
@@ -18,7 +25,8 @@ export async function startFailingSmtp (): Promise<FailingSmtp> {
         received.push(buffer.slice(0, end))
         buffer = buffer.slice(end + 5)
         inData = false
-        socket.write('554 5.0.0 delivery refused by test\r\n')
+        const answer = options.accept ? '250 2.0.0 queued\r\n' : '554 5.0.0 delivery refused by test\r\n'
+        setTimeout(() => { if (!socket.destroyed) socket.write(answer) }, options.delayMs)
         return
       }
       let newline: number
@@ -40,6 +48,7 @@ export async function startFailingSmtp (): Promise<FailingSmtp> {
   return {
     url: `smtp://127.0.0.1:${address.port}`,
     received,
+    connected,
     close: async () => { await new Promise<void>((resolve) => server.close(() => { resolve() })) }
   }
 }
