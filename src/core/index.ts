@@ -1,12 +1,18 @@
 // The business core: every operation both transports call.
 import { createAudience } from './audience.js'
 import { createAuth } from './auth/auth.js'
+import { createCanvas } from './canvas/canvas.js'
 import type { CoreDeps } from './deps.js'
+import { createRooms } from './rooms/rooms.js'
+import { createSparks } from './sparks/sparks.js'
 
 export function createCore (deps: CoreDeps) {
   return {
     auth: createAuth(deps),
-    audience: createAudience(deps)
+    audience: createAudience(deps),
+    rooms: createRooms(deps),
+    sparks: createSparks(deps),
+    canvas: createCanvas(deps)
   }
 }
 

@@ -31,15 +31,24 @@ export async function isVisibleMember (db: Db, roomId: string, userId: string): 
  * Inserting from the room row means a room deleted or made private meanwhile gains no member.
  */
 export async function joinRoom (db: Db, roomId: string, userId: string, now: Date): Promise<void> {
-  await db.insertInto('room_members')
-    .columns(['room_id', 'user_id', 'joined_at'])
-    .expression((eb) => eb.selectFrom('rooms')
-      .select((s) => [s.ref('rooms.id').as('room_id'), s.val(userId).as('user_id'), s.val(now).as('joined_at')])
-      .where('rooms.id', '=', roomId)
-      .where((w) => w.or([w('rooms.is_public', '=', true), w('rooms.created_by', '=', userId)])))
-    .onConflict((oc) => oc.columns(['room_id', 'user_id']).doNothing())
-    .execute()
+  try {
+    await db.insertInto('room_members')
+      .columns(['room_id', 'user_id', 'joined_at'])
+      .expression((eb) => eb.selectFrom('rooms')
+        .select((s) => [s.ref('rooms.id').as('room_id'), s.val(userId).as('user_id'), s.val(now).as('joined_at')])
+        .where('rooms.id', '=', roomId)
+        .where((w) => w.or([w('rooms.is_public', '=', true), w('rooms.created_by', '=', userId)])))
+      .onConflict((oc) => oc.columns(['room_id', 'user_id']).doNothing())
+      .execute()
+  } catch (error) {
+    // A reader (outside a transaction) racing with the room's deletion: there is nothing to join.
+    // Writers hold a lock on the room row, so this cannot happen inside their transactions.
+    if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) return
+    throw error
+  }
 }
+
+const FOREIGN_KEY_VIOLATION = '23503'
 
 /** When a room turns private every membership but the creator's ends. */
 export async function removeMembersExceptCreator (db: Db, roomId: string, creatorId: string): Promise<void> {

@@ -1,0 +1,36 @@
+// Moving one tile, shared by CanvasService.UpdatePosition and SparksService.MoveSpark so both
+// snap, detect collisions, bump the version and publish `position:updated` identically.
+import type { Actor } from '../actor.js'
+import type { CoreDeps } from '../deps.js'
+import { notFound } from '../errors.js'
+import { loadVisibleRoom, requireVisibleTile } from '../rooms/room-access.js'
+import { joinRoom } from '../rooms/room-members.repository.js'
+import { findSparkWithRoom, type SparkRow } from '../sparks/sparks.repository.js'
+import { setTilePosition, tilePositions } from './canvas.repository.js'
+import type { PositionResult } from './canvas.types.js'
+import { collides, snapPosition } from './grid.js'
+
+export interface TileMove {
+  spark: SparkRow
+  position: PositionResult
+}
+
+/** `what` names the tile in a not-found error: "Tile" on the canvas, "Spark" for MoveSpark. */
+export async function moveTile (deps: CoreDeps, actor: Actor, move: { tileId: string, x: number, y: number }, what: 'Tile' | 'Spark'): Promise<TileMove> {
+  const { db, bus, clock } = deps
+  const { x, y, snapped } = snapPosition(move)
+  const now = clock.now()
+  const result = await db.transaction().execute(async (trx) => {
+    const tile = requireVisibleTile(await findSparkWithRoom(trx, move.tileId), actor, what)
+    // Holds the room as it is (visible) until commit: a concurrent delete or switch to private waits.
+    await loadVisibleRoom(trx, actor, tile.room_id, 'share')
+    // One UPDATE: concurrent moves of the same tile serialise on its row and none is lost.
+    const spark = await setTilePosition(trx, tile.id, x, y, now)
+    if (spark === undefined) throw notFound(what)
+    await joinRoom(trx, spark.room_id, actor.userId, now)
+    const collisionDetected = collides({ tileId: spark.id, x, y }, await tilePositions(trx, spark.room_id))
+    return { spark, position: { tileId: spark.id, x, y, snapped, collisionDetected } }
+  })
+  await bus.publish('position:updated', result.position, { audience: { kind: 'room', roomId: result.spark.room_id }, userId: actor.userId })
+  return result
+}

@@ -1,0 +1,106 @@
+// Spark operations: list a room's sparks, get, create, edit (optimistic concurrency), delete, move.
+// Every write publishes its SPEC event after its transaction commits.
+import type { Actor } from '../actor.js'
+import type { CoreDeps } from '../deps.js'
+import { AppError, notFound, validationError } from '../errors.js'
+import { pageWindow, paginationOf, type Page } from '../pagination.js'
+import { loadVisibleRoom, requireSparkEditor, requireVisibleTile } from '../rooms/room-access.js'
+import { joinRoom } from '../rooms/room-members.repository.js'
+import { moveTile } from '../canvas/tile-move.js'
+import type { PositionResult } from '../canvas/canvas.types.js'
+import { parseInput } from '../validation.js'
+import { newId } from '../../infra/ids.js'
+import type { Db } from '../../db/database.js'
+import * as repo from './sparks.repository.js'
+import { CreateSparkInput, ListSparksQuery, MoveSparkInput, SparkIdParams, UpdateSparkInput, toSpark, type Spark } from './sparks.types.js'
+
+/** The spark and its room, locked for a change: not_found unless the caller may see the room. */
+async function lockVisibleSpark (trx: Db, actor: Actor, sparkId: string): Promise<{ spark: repo.SparkRow, room: { created_by: string } }> {
+  const found = requireVisibleTile(await repo.findSparkWithRoom(trx, sparkId), actor, 'Spark')
+  const room = await loadVisibleRoom(trx, actor, found.room_id, 'share')
+  const spark = await repo.findSparkForUpdate(trx, sparkId)
+  if (spark === undefined) throw notFound('Spark')
+  return { spark, room }
+}
+
+export function createSparks (deps: CoreDeps) {
+  const { db, bus, clock } = deps
+
+  return {
+    /** Reading a room's sparks makes the caller a member of the room (DECISIONS §5). */
+    async list (actor: Actor, input: unknown): Promise<Page<Spark>> {
+      const query = parseInput(ListSparksQuery, input)
+      await loadVisibleRoom(db, actor, query.roomId)
+      await joinRoom(db, query.roomId, actor.userId, clock.now())
+      const window = pageWindow(query)
+      const { rows, total } = await repo.listSparksInRoom(db, query.roomId, window)
+      return { items: rows.map(toSpark), pagination: paginationOf(window, total) }
+    },
+
+    async get (actor: Actor, input: unknown): Promise<Spark> {
+      const { sparkId } = parseInput(SparkIdParams, input)
+      return toSpark(requireVisibleTile(await repo.findSparkWithRoom(db, sparkId), actor, 'Spark'))
+    },
+
+    /** Any signed-in user who can see the room. The position is stored as given (moves snap). */
+    async create (actor: Actor, input: unknown): Promise<Spark> {
+      const { title, content, roomId, x, y } = parseInput(CreateSparkInput, input)
+      const now = clock.now()
+      const row = await db.transaction().execute(async (trx) => {
+        await loadVisibleRoom(trx, actor, roomId, 'share')
+        const spark = await repo.insertSpark(trx, { id: newId('spark'), roomId, title, content: content ?? '', x, y, createdBy: actor.userId, now })
+        await joinRoom(trx, roomId, actor.userId, now)
+        return spark
+      })
+      const spark = toSpark(row)
+      await bus.publish('spark:created', spark, { audience: { kind: 'room', roomId }, userId: actor.userId })
+      return spark
+    },
+
+    /**
+     * Title/content, by the spark's creator or the room's creator. With `expectedVersion` the edit
+     * applies only to that version; a newer one means someone else changed it first: `aborted`.
+     */
+    async update (actor: Actor, input: unknown): Promise<Spark> {
+      const { sparkId, title, content, expectedVersion } = parseInput(UpdateSparkInput, input)
+      if (title === undefined && content === undefined) throw validationError('(body)', 'must contain at least one of title, content')
+      const now = clock.now()
+      const row = await db.transaction().execute(async (trx) => {
+        const { spark, room } = await lockVisibleSpark(trx, actor, sparkId)
+        requireSparkEditor(spark, room, actor, 'edit')
+        if (expectedVersion !== undefined && spark.version !== expectedVersion) {
+          throw new AppError('aborted', `The spark was changed meanwhile: it is at version ${spark.version}, not ${expectedVersion}. Reload it and try again.`)
+        }
+        const updated = await repo.updateSparkText(trx, sparkId, { title, content }, now)
+        await joinRoom(trx, spark.room_id, actor.userId, now)
+        return updated
+      })
+      const spark = toSpark(row)
+      await bus.publish('spark:updated', spark, { audience: { kind: 'room', roomId: spark.roomId }, userId: actor.userId })
+      return spark
+    },
+
+    /** By the spark's creator or the room's creator. */
+    async delete (actor: Actor, input: unknown): Promise<void> {
+      const { sparkId } = parseInput(SparkIdParams, input)
+      const now = clock.now()
+      const roomId = await db.transaction().execute(async (trx) => {
+        const { spark, room } = await lockVisibleSpark(trx, actor, sparkId)
+        requireSparkEditor(spark, room, actor, 'delete')
+        await repo.deleteSparkRow(trx, sparkId)
+        await joinRoom(trx, spark.room_id, actor.userId, now)
+        return spark.room_id
+      })
+      await bus.publish('spark:deleted', { id: sparkId, roomId }, { audience: { kind: 'room', roomId }, userId: actor.userId })
+    },
+
+    /** Any signed-in user who can see the room moves any spark: snapped, collision-checked, `position:updated`. */
+    async move (actor: Actor, input: unknown): Promise<{ spark: Spark, position: PositionResult }> {
+      const { sparkId, x, y } = parseInput(MoveSparkInput, input)
+      const { spark, position } = await moveTile(deps, actor, { tileId: sparkId, x, y }, 'Spark')
+      return { spark: toSpark(spark), position }
+    }
+  }
+}
+
+export type Sparks = ReturnType<typeof createSparks>
