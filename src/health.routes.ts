@@ -1,17 +1,26 @@
 // GET /health on both gateways. With the REST API exposed it answers the REST report (with storage
 // and uptime, a superset); the public RPC gateway alone answers database and cache only.
 import type { FastifyInstance } from 'fastify'
-import { healthReport, type HealthProbe } from './core/health.js'
+import { healthReport, type HealthProbe, type HealthReport } from './core/health.js'
 import type { Clock } from './infra/clock.js'
 
 export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, withUptime: boolean) {
   const startedAt = Date.now()
+  // Health is exempt from rate limiting, so it must stay cheap under a flood: requests that arrive
+  // while a probe round is running share its result instead of starting their own.
+  let running: Promise<HealthReport> | undefined
+  async function report (): Promise<HealthReport> {
+    if (running === undefined) {
+      const uptime = withUptime ? Math.round((Date.now() - startedAt) / 1000) : undefined
+      running = healthReport(probes, clock.now(), uptime).finally(() => { running = undefined })
+    }
+    return await running
+  }
   return async function (app: FastifyInstance): Promise<void> {
     // Exempt from rate limiting (SPEC tiers): load balancers and monitors poll it.
     app.get('/health', { config: { access: 'public', tier: 'exempt' } }, async (_request, reply) => {
-      const uptime = withUptime ? Math.round((Date.now() - startedAt) / 1000) : undefined
-      const report = await healthReport(probes, clock.now(), uptime)
-      return await reply.code(report.status === 'unhealthy' ? 503 : 200).send(report)
+      const current = await report()
+      return await reply.code(current.status === 'unhealthy' ? 503 : 200).send(current)
     })
   }
 }
