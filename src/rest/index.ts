@@ -4,8 +4,11 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import type { Core } from '../core/index.js'
 import { authRoutes } from './auth.routes.js'
+import { canvasRoutes } from './canvas.routes.js'
 import { installRestErrorHandler } from './errors.js'
 import { installAccessCheck, installIdentity } from './identity.js'
+import { roomRoutes } from './rooms.routes.js'
+import { sparkRoutes } from './sparks.routes.js'
 import { installRateLimit } from './rate-limit.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { typeBoxValidatorCompiler } from './validation.js'
@@ -29,4 +32,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter }: 
   if (limiter !== undefined) installRateLimit(app, limiter)
   installAccessCheck(app)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
+  await app.register(roomRoutes(core), { prefix: '/rooms' })
+  await app.register(sparkRoutes(core), { prefix: '/sparks' })
+  await app.register(canvasRoutes(core), { prefix: '/canvas' })
 }

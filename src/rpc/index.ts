@@ -15,6 +15,9 @@ import { ShelvesService } from '../gen/app/shelves/v1/shelves_pb.js'
 import { SparksService } from '../gen/app/sparks/v1/sparks_pb.js'
 import { UsersService } from '../gen/app/users/v1/users_pb.js'
 import { authService } from './auth.service.js'
+import { canvasService } from './canvas.service.js'
+import { roomsService } from './rooms.service.js'
+import { sparksService } from './sparks.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
 import { accessInterceptor } from './interceptors.js'
 import type { Limiter } from '../ratelimit/limiter.js'
@@ -40,9 +43,9 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
   const routes = (router: ConnectRouter): void => {
     router.service(AuthService, authService(core))
     // Declared now so clients generate from one tree; methods not implemented yet answer UNIMPLEMENTED.
-    router.service(RoomsService, {})
-    router.service(SparksService, {})
-    router.service(CanvasService, {})
+    router.service(RoomsService, roomsService(core))
+    router.service(SparksService, sparksService(core))
+    router.service(CanvasService, canvasService(core))
     router.service(OfficesService, {})
     router.service(PassportService, {})
     router.service(RtcService, {})

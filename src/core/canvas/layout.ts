@@ -137,7 +137,14 @@ export function resolveOverlaps (centres: ReadonlyArray<{ id: string, cx: number
 export function forceDirectedLayout (tileIds: readonly string[]): TilePosition[] {
   const ids = canonical(tileIds)
   if (ids.length === 0) return []
-  return resolveOverlaps(simulate(ids)).sort((a, b) => compare(a.tileId, b.tileId))
+  const placed = resolveOverlaps(simulate(ids))
+  // Anchored like the grid layout: the bounding box starts at the origin. Shifting by multiples
+  // of the grid keeps every tile on it and changes no distances.
+  const left = Math.min(...placed.map((t) => t.x))
+  const top = Math.min(...placed.map((t) => t.y))
+  return placed
+    .map((t) => ({ tileId: t.tileId, x: t.x - left, y: t.y - top }))
+    .sort((a, b) => compare(a.tileId, b.tileId))
 }
 
 /** Rows of ceil(√n) tiles in id order, one grid step apart, from the origin. */

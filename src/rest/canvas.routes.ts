@@ -1,0 +1,33 @@
+// /api/canvas: tile positions, batches, layout and canvas state. Replies are the RPC response
+// shapes inside `{ data }` (UpdatePosition's `position` is the data itself).
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Core } from '../core/index.js'
+import { BatchUpdatePositionsInput, CanvasStateQuery, ComputeLayoutInput, RoomIdInput, UpdatePositionInput } from '../core/canvas/canvas.types.js'
+import { actorOf } from './identity.js'
+
+export function canvasRoutes (core: Core) {
+  return async function (app: FastifyInstance): Promise<void> {
+    const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+    r.patch('/position', { schema: { body: UpdatePositionInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+      return { data: await core.canvas.updatePosition(actorOf(request), request.body) }
+    })
+
+    r.patch('/positions/batch', { schema: { body: BatchUpdatePositionsInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+      return { data: await core.canvas.batchUpdatePositions(actorOf(request), request.body) }
+    })
+
+    r.post('/layout/compute', { schema: { body: ComputeLayoutInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+      return { data: await core.canvas.computeLayout(actorOf(request), request.body) }
+    })
+
+    r.post('/layout/validate', { schema: { body: RoomIdInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+      return { data: await core.canvas.validateLayout(actorOf(request), request.body) }
+    })
+
+    r.get('/state', { schema: { querystring: CanvasStateQuery }, config: { access: 'required', tier: 'read' } }, async (request) => {
+      return { data: await core.canvas.getState(actorOf(request), request.query) }
+    })
+  }
+}

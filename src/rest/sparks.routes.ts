@@ -1,0 +1,58 @@
+// /api/sparks: a room's sparks (?roomId=), one spark, create, edit (If-Match: <version>), move,
+// delete. Parse → one core call → `{ data }`. The spark's version is also its ETag.
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { Core } from '../core/index.js'
+import { CreateSparkInput, ListSparksQuery, MoveSparkBody, SparkIdParams, UpdateSparkBody, type Spark } from '../core/sparks/sparks.types.js'
+import { actorOf } from './identity.js'
+
+/** `If-Match: 3`, `"3"` or `W/"3"` names the version the edit is based on; `*` matches any. */
+const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({ pattern: '^\\s*(\\*|(W/)?"?[0-9]{1,10}"?)\\s*$', errorMessage: 'must be the spark\'s version, e.g. "3"' }))
+})
+
+function expectedVersionOf (ifMatch: string | undefined): number | undefined {
+  const digits = ifMatch?.match(/[0-9]+/)?.[0]
+  return digits === undefined ? undefined : Number(digits)
+}
+
+function withEtag (reply: FastifyReply, spark: Spark): { data: Spark } {
+  void reply.header('etag', `"${spark.version}"`)
+  return { data: spark }
+}
+
+export function sparkRoutes (core: Core) {
+  return async function (app: FastifyInstance): Promise<void> {
+    const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+    r.get('/', { schema: { querystring: ListSparksQuery }, config: { access: 'required', tier: 'read' } }, async (request) => {
+      const { items, pagination } = await core.sparks.list(actorOf(request), request.query)
+      return { data: items, pagination }
+    })
+
+    r.get('/:sparkId', { schema: { params: SparkIdParams }, config: { access: 'required', tier: 'read' } }, async (request, reply) => {
+      return withEtag(reply, await core.sparks.get(actorOf(request), request.params))
+    })
+
+    r.post('/', { schema: { body: CreateSparkInput }, config: { access: 'required', tier: 'write' } }, async (request, reply) => {
+      const spark = await core.sparks.create(actorOf(request), request.body)
+      return await reply.code(201).send(withEtag(reply, spark))
+    })
+
+    r.patch('/:sparkId', { schema: { params: SparkIdParams, body: UpdateSparkBody, headers: IfMatchHeaders }, config: { access: 'required', tier: 'write' } }, async (request, reply) => {
+      const expectedVersion = expectedVersionOf(request.headers['if-match'])
+      const spark = await core.sparks.update(actorOf(request), { ...request.body, sparkId: request.params.sparkId, expectedVersion })
+      return withEtag(reply, spark)
+    })
+
+    r.patch('/:sparkId/position', { schema: { params: SparkIdParams, body: MoveSparkBody }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+      return { data: await core.sparks.move(actorOf(request), { ...request.body, sparkId: request.params.sparkId }) }
+    })
+
+    r.delete('/:sparkId', { schema: { params: SparkIdParams }, config: { access: 'required', tier: 'write' } }, async (request, reply) => {
+      await core.sparks.delete(actorOf(request), request.params)
+      return await reply.code(204).send()
+    })
+  }
+}
