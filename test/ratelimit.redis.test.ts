@@ -1,0 +1,153 @@
+// Shared counting in Redis and what happens when Redis fails (SPEC Limits rule 4), against a
+// redis-server of this test's own that it kills, restarts, pauses and resumes: two instances share
+// one count; with Redis dead or frozen every request is still answered, quickly, and still limited
+// (per instance, in memory); health shows the cache degraded; shared counting then resumes by itself.
+import t, { type Test } from 'tap'
+import { randomUUID } from 'node:crypto'
+import { Code, ConnectError } from '@connectrpc/connect'
+import { Redis } from 'ioredis'
+import { loadConfig } from '../src/config.js'
+import { openDatabase } from '../src/db/database.js'
+import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
+import { startApp, testEnv, uniqueClientIp, uniqueEmail, type TestApp } from './helpers/app.js'
+import { startOwnRedis } from './helpers/own-redis.js'
+import { rpcClient } from './helpers/sign-in.js'
+
+const redis = await startOwnRedis()
+t.teardown(redis.stop)
+const database = await openDatabase(loadConfig(testEnv()))
+t.teardown(async () => { await database.close() })
+// Two instances of the service behind one load balancer: same Redis, same key prefix.
+const prefix = `test-shared-${randomUUID()}:`
+const shared = { REDIS_URL: redis.url, RATE_LIMIT_KEY_PREFIX: prefix, RATE_LIMIT_MAX_REQUESTS: '5', RATE_LIMIT_WINDOW_MS: '2000' }
+const a = await startApp(shared, { database })
+t.teardown(a.close)
+const b = await startApp(shared, { database })
+t.teardown(b.close)
+const inspect = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+inspect.on('error', () => {})
+
+interface Answer { status: number, ms: number, remaining: string | undefined }
+
+/** POST request-login (strict: 10 per address per minute) on one instance. */
+async function requestLogin (app: TestApp, ip: string): Promise<Answer> {
+  const started = performance.now()
+  const res = await app.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: { email: uniqueEmail() }, headers: { 'x-forwarded-for': ip } })
+  const remaining = res.headers['ratelimit-remaining']
+  return { status: res.statusCode, ms: performance.now() - started, remaining: remaining === undefined ? undefined : String(remaining) }
+}
+
+async function health (app: TestApp): Promise<{ httpStatus: number, status: string, cache: string }> {
+  const res = await app.app.inject({ method: 'GET', url: '/health' })
+  const body = res.json()
+  return { httpStatus: res.statusCode, status: body.status, cache: body.services.cache.status }
+}
+
+async function eventually (what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`timed out waiting for: ${what}`)
+}
+
+/** 5 requests on each instance pass, the 11th (on either) is refused: one count across both. */
+async function sharedCount (t: Test, label: string): Promise<void> {
+  const ip = uniqueClientIp()
+  const remaining: string[] = []
+  for (let i = 0; i < 10; i++) {
+    const answer = await requestLogin(i % 2 === 0 ? a : b, ip)
+    t.equal(answer.status, 200, `${label}: request ${i + 1}`)
+    remaining.push(answer.remaining ?? '')
+  }
+  t.same(remaining, ['9', '8', '7', '6', '5', '4', '3', '2', '1', '0'], `${label}: Remaining counts down across both instances`)
+  t.equal((await requestLogin(a, ip)).status, 429, `${label}: the 11th on instance A is refused`)
+  t.equal((await requestLogin(b, ip)).status, 429, `${label}: and on instance B`)
+}
+
+async function rpcCode (app: TestApp, ip: string): Promise<Code | 'ok'> {
+  try {
+    await rpcClient(app, AuthService, { clientIp: ip }).requestLogin({ email: uniqueEmail() })
+    return 'ok'
+  } catch (error) {
+    return ConnectError.from(error).code
+  }
+}
+
+t.test('two instances sharing Redis share one count, on both transports', async (t) => {
+  t.equal((await health(a)).cache, 'healthy')
+  await sharedCount(t, 'REST')
+  const ip = uniqueClientIp()
+  const codes: Array<Code | 'ok'> = []
+  for (let i = 0; i < 11; i++) codes.push(await rpcCode(i % 2 === 0 ? a : b, ip))
+  t.same(codes, [...Array(10).fill('ok'), Code.ResourceExhausted], 'RPC: 10 calls across both instances, the 11th refused')
+
+  // The counter in Redis: `<prefix><tier>:ip:<address>` with the window's expiry.
+  await inspect.connect()
+  const key = `${prefix}strict:ip:${ip}`
+  t.equal(await inspect.get(key), '11', 'one shared counter holds every call')
+  const ttl = await inspect.pttl(key)
+  t.ok(ttl > 0 && ttl <= 60_000, `it expires with its window (${ttl} ms left)`)
+})
+
+t.test('a fixed window in Redis: the standard tier (5 per 2 s here) resets when the window ends', async (t) => {
+  const ip = uniqueClientIp()
+  const authorize = async (app: TestApp) => await app.app.inject({ method: 'GET', url: '/api/auth/authorize?token=nope', headers: { 'x-forwarded-for': ip } })
+  let reset = 0
+  for (let i = 0; i < 5; i++) {
+    const res = await authorize(i % 2 === 0 ? a : b)
+    t.equal(res.statusCode, 400)
+    reset = Number(res.headers['ratelimit-reset'])
+  }
+  t.equal((await authorize(b)).statusCode, 429)
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, reset * 1000 - Date.now()) + 50))
+  const fresh = await authorize(a)
+  t.equal(fresh.statusCode, 400, 'a new window')
+  t.equal(fresh.headers['ratelimit-remaining'], '4')
+})
+
+t.test('Redis killed: still answered and limited per instance, health degraded; restarted: shared counting resumes', async (t) => {
+  await redis.kill()
+  const ip = uniqueClientIp()
+  const answers: Answer[] = []
+  for (let i = 0; i < 11; i++) answers.push(await requestLogin(a, ip))
+  t.same(answers.map((x) => x.status), [...Array(10).fill(200), 429], 'instance A counts alone: 10 pass, the 11th is refused')
+  t.same(answers.map((x) => x.remaining), ['9', '8', '7', '6', '5', '4', '3', '2', '1', '0', '0'])
+  t.equal((await requestLogin(b, ip)).status, 200, 'instance B has its own count meanwhile')
+  t.equal(await rpcCode(b, uniqueClientIp()), 'ok', 'RPC answered too')
+  const noisy = await a.app.inject({ method: 'GET', url: '/api/auth/me', headers: { 'x-forwarded-for': uniqueClientIp() } })
+  t.equal(noisy.statusCode, 401, 'no 5xx')
+  t.equal(noisy.headers['ratelimit-limit'], '300')
+  const report = await health(a)
+  t.same(report, { httpStatus: 200, status: 'degraded', cache: 'degraded' }, 'health: cache degraded, the service up')
+
+  await redis.restart()
+  await eventually('both instances count in Redis again', async () => (await health(a)).cache === 'healthy' && (await health(b)).cache === 'healthy')
+  await sharedCount(t, 'after restart')
+})
+
+t.test('Redis frozen (SIGSTOP): no request waits on it, limits still hold, health degraded; resumed: shared again', async (t) => {
+  redis.pause()
+  try {
+    const ip = uniqueClientIp()
+    const answers: Answer[] = []
+    for (let i = 0; i < 11; i++) answers.push(await requestLogin(a, ip))
+    t.same(answers.map((x) => x.status), [...Array(10).fill(200), 429], 'still limited, in memory')
+    const slowest = Math.max(...answers.map((x) => x.ms))
+    // The first request waits for the 50 ms command timeout at most; the rest skip Redis entirely.
+    t.ok(slowest < 500, `slowest answer ${slowest.toFixed(1)} ms`)
+    const rest = answers.slice(1).map((x) => x.ms)
+    t.ok(rest.reduce((sum, ms) => sum + ms, 0) / rest.length < 50, `later answers do not wait (mean ${(rest.reduce((s, ms) => s + ms, 0) / rest.length).toFixed(1)} ms)`)
+    t.equal(await rpcCode(b, uniqueClientIp()), 'ok', 'RPC answered by the other instance too')
+    const started = performance.now()
+    t.same(await health(b), { httpStatus: 200, status: 'degraded', cache: 'degraded' })
+    t.ok(performance.now() - started < 1_000, 'the health check does not hang on the frozen Redis')
+  } finally {
+    redis.resume()
+  }
+  await eventually('both instances count in Redis again', async () => (await health(a)).cache === 'healthy' && (await health(b)).cache === 'healthy')
+  await sharedCount(t, 'after resume')
+})
+
+t.teardown(() => { inspect.disconnect() })
