@@ -51,3 +51,8 @@ export async function rpcError (promise: Promise<unknown>): Promise<ConnectError
   }
   throw new Error('expected the RPC call to fail')
 }
+
+/** A decoded RPC message as plain JSON data (without protobuf-es's `$typeName`), for deep comparison. */
+export function plain<T> (message: T): unknown {
+  return JSON.parse(JSON.stringify(message, (key, value: unknown) => key === '$typeName' ? undefined : value))
+}
