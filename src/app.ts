@@ -5,12 +5,16 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import { createCore, type Core } from './core/index.js'
 import type { CoreDeps } from './core/deps.js'
-import { createEventBus } from './core/events.js'
+import { startLive } from './core/live/live.js'
+import type { EventLogBus } from './core/live/event-log-bus.js'
+import type { StreamHub } from './core/live/stream-hub.js'
 import type { HealthProbe } from './core/health.js'
 import { openDatabase, type DatabaseHandle } from './db/database.js'
 import { systemClock, type Clock } from './infra/clock.js'
 import { createMailer } from './infra/mail.js'
 import { connectRedis } from './infra/redis.js'
+import { liveListenerFor } from './infra/live-listener.js'
+import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { healthRoute } from './health.routes.js'
 import { installNotFound } from './not-found.js'
@@ -22,6 +26,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     core: Core
     deps: CoreDeps
+    /** The live stream of this instance: the event-log bus and its open streams. */
+    live: { bus: EventLogBus, streams: StreamHub }
   }
 }
 
@@ -45,11 +51,29 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)
   const storage = await createStorage(config.dataDir)
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
-  const bus = createEventBus((error) => { app.log.error({ err: error }, 'event listener failed') })
-  const deps: CoreDeps = { config, db: database.db, bus, mailer, clock: options.clock ?? systemClock, log: app.log }
+  const clock = options.clock ?? systemClock
+  // Events travel through the database's LISTEN/NOTIFY and a durable log (src/core/live).
+  const live = await startLive({
+    db: database.db,
+    listener: liveListenerFor(database, config, app.log),
+    slots: createSlotStore({
+      redis,
+      prefix: config.rateLimitKeyPrefix,
+      now: () => clock.now().getTime(),
+      onFallback: (error) => { app.log.warn({ err: error }, 'stream caps: Redis unavailable, counting per instance') }
+    }),
+    clock,
+    log: app.log,
+    heartbeatMs: config.sseHeartbeatMs
+  })
+  const deps: CoreDeps = { config, db: database.db, bus: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed }
   const core = createCore(deps)
+  const streams = live.streams(core.audience)
   app.decorate('core', core)
   app.decorate('deps', deps)
+  app.decorate('live', { bus: live.bus, streams })
+  // Open streams never finish on their own: end them first, or close() would wait on them.
+  app.addHook('preClose', async () => { streams.closeAll() })
 
   // While closing, answers in flight tell keep-alive clients to hang up, so close() does not wait
   // on connections that turn idle after it began.
@@ -60,6 +84,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   app.addHook('onClose', async () => {
+    await live.close()
     mailer.close()
     if (redis !== undefined) redis.disconnect()
     if (options.database === undefined) await database.close()
@@ -88,7 +113,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(cookie)
   installNotFound(app)
   await app.register(healthRoute(probes, deps.clock, servesRest))
-  if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter })
+  if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
   if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: '/rpc', core, config, limiter })
   return app
 }

@@ -2,4 +2,6 @@
 export interface Actor {
   readonly userId: string
   readonly sessionId: string
+  /** When the presented credential stops being valid (JWT expiry or session expiry, whichever is first). */
+  readonly expiresAt?: Date
 }

@@ -5,6 +5,8 @@ import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
 import type { Mailer } from '../infra/mail.js'
 import type { EventBus } from './events.js'
+import type { SessionSignals } from './auth/session-signals.js'
+import type { CursorFeed } from './cursors/cursors.types.js'
 
 export interface Logger {
   info (details: Record<string, unknown>, message: string): void
@@ -19,4 +21,8 @@ export interface CoreDeps {
   readonly mailer: Mailer
   readonly clock: Clock
   readonly log: Logger
+  /** Ends the event streams of a revoked session or deleted account on every instance. */
+  readonly sessionSignals: SessionSignals
+  /** Where cursor reports go (coalesced and relayed to every instance; never stored). */
+  readonly cursorFeed: CursorFeed
 }

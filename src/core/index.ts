@@ -2,6 +2,7 @@
 import { createAudience } from './audience.js'
 import { createAuth } from './auth/auth.js'
 import { createCanvas } from './canvas/canvas.js'
+import { createCursors } from './cursors/cursors.js'
 import type { CoreDeps } from './deps.js'
 import { createRooms } from './rooms/rooms.js'
 import { createSparks } from './sparks/sparks.js'
@@ -12,7 +13,8 @@ export function createCore (deps: CoreDeps) {
     audience: createAudience(deps),
     rooms: createRooms(deps),
     sparks: createSparks(deps),
-    canvas: createCanvas(deps)
+    canvas: createCanvas(deps),
+    cursors: createCursors(deps.cursorFeed, createAudience(deps))
   }
 }
 

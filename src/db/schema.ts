@@ -84,6 +84,23 @@ export interface RoomMembersTable {
   joined_at: ColumnType<Date, Date | undefined, never>
 }
 
+/** The durable event log of the live stream; `id` (bigint, read as a string) is the SSE `id`. */
+export interface EventLogTable {
+  id: ColumnType<string, never, never>
+  type: string
+  /** jsonb: written as JSON text, read parsed. */
+  payload: ColumnType<unknown, string, never>
+  audience: ColumnType<unknown, string, never>
+  user_id: string | null
+  created_at: CreatedAt
+}
+
+/** One row: ids up to `pruned_through` are gone from the log (bigint, read as a string). */
+export interface EventLogHorizonTable {
+  singleton: ColumnType<boolean, never, never>
+  pruned_through: ColumnType<string, never, string>
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -93,6 +110,8 @@ export interface Database {
   rooms: RoomsTable
   sparks: SparksTable
   room_members: RoomMembersTable
+  event_log: EventLogTable
+  event_log_horizon: EventLogHorizonTable
 }
 
 export type { Generated }

@@ -5,10 +5,12 @@ import type { Config } from '../config.js'
 import type { Core } from '../core/index.js'
 import { authRoutes } from './auth.routes.js'
 import { canvasRoutes } from './canvas.routes.js'
+import { cursorRoutes } from './cursor.routes.js'
 import { installRestErrorHandler } from './errors.js'
 import { installAccessCheck, installIdentity } from './identity.js'
 import { roomRoutes } from './rooms.routes.js'
 import { sparkRoutes } from './sparks.routes.js'
+import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
 import { installRateLimit } from './rate-limit.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { typeBoxValidatorCompiler } from './validation.js'
@@ -18,9 +20,11 @@ export interface RestOptions {
   config: Config
   /** Absent only when the app is built without a limiter (benchmark baseline). */
   limiter?: Limiter | undefined
+  /** The event stream's hub and caps (src/core/live). */
+  live: SyncRouteOptions
 }
 
-export async function restApi (app: FastifyInstance, { core, config, limiter }: RestOptions): Promise<void> {
+export async function restApi (app: FastifyInstance, { core, config, limiter, live }: RestOptions): Promise<void> {
   await app.register(cors, {
     origin: config.corsOrigin,
     credentials: true,
@@ -35,4 +39,6 @@ export async function restApi (app: FastifyInstance, { core, config, limiter }: 
   await app.register(roomRoutes(core), { prefix: '/rooms' })
   await app.register(sparkRoutes(core), { prefix: '/sparks' })
   await app.register(canvasRoutes(core), { prefix: '/canvas' })
+  await app.register(cursorRoutes(core), { prefix: '/canvas' })
+  await app.register(syncRoutes(live), { prefix: '/sync' })
 }

@@ -18,7 +18,7 @@ const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
 
 export function createAuth (deps: CoreDeps) {
-  const { db, clock, mailer, config, log } = deps
+  const { db, clock, mailer, config, log, sessionSignals } = deps
   const codec = createTokenCodec(config.jwtSecret)
 
   /** Sends mail; when it cannot be sent, `undo` removes what was stored so no unsent token stays usable. */
@@ -158,6 +158,7 @@ export function createAuth (deps: CoreDeps) {
       if (found.revoked_at !== null) throw new AppError('unauthenticated', 'This session has been revoked.')
       if (found.used_at !== null || await repo.consumeRefreshToken(db, tokenHash, now) === undefined) {
         await repo.revokeSession(db, found.session_id, now)
+        await sessionSignals.sessionEnded(found.session_id)
         log.warn({ sessionId: found.session_id }, 'refresh token reuse: session revoked')
         throw new AppError('unauthenticated', 'Refresh token reuse detected; the session has been revoked.')
       }
@@ -176,11 +177,12 @@ export function createAuth (deps: CoreDeps) {
         throw new AppError('unauthenticated', 'Session revoked')
       }
       if (session.expires_at <= now) throw new AppError('session_expired', 'Session expired')
-      return { userId: claims.sub, sessionId: claims.sid }
+      return { userId: claims.sub, sessionId: claims.sid, expiresAt: new Date(Math.min(claims.exp * 1000, session.expires_at.getTime())) }
     },
 
     async logout (actor: Actor): Promise<void> {
       await repo.revokeSession(db, actor.sessionId, clock.now())
+      await sessionSignals.sessionEnded(actor.sessionId)
     },
 
     async requestDeletion (actor: Actor): Promise<{ expiresAt: string }> {
@@ -208,6 +210,7 @@ export function createAuth (deps: CoreDeps) {
         return consumed.user_id
       })
       if (userId === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
+      await sessionSignals.accountDeleted(userId)
       return { userId }
     },
 

@@ -1,0 +1,7 @@
+// How auth tells every instance that a session or an account is gone, so the event streams opened
+// with it end at once (DECISIONS §3, §7). Sent after the change commits; delivery is best effort,
+// and each instance also re-checks its streams' sessions on every heartbeat.
+export interface SessionSignals {
+  sessionEnded (sessionId: string): Promise<void>
+  accountDeleted (userId: string): Promise<void>
+}

@@ -1,0 +1,68 @@
+// Assembles the live-update machinery of one instance: the LISTEN/NOTIFY channel, the event-log bus,
+// cursor presence, session signals, stream caps, and (once the core exists) the stream hub.
+import type { Db } from '../../db/database.js'
+import type { Clock } from '../../infra/clock.js'
+import type { NotificationListener } from '../../infra/notification-listener.js'
+import type { SlotStore } from '../../infra/stream-slots.js'
+import type { AudienceResolver } from '../audience.js'
+import type { SessionSignals } from '../auth/session-signals.js'
+import { createCursorPresence } from '../cursors/cursor-presence.js'
+import type { CursorFeed } from '../cursors/cursors.types.js'
+import type { Logger } from '../deps.js'
+import { createEventLogBus, type EventLogBus } from './event-log-bus.js'
+import { createLiveChannel } from './live-channel.js'
+import { sessionSignalsOver } from './session-signal-channel.js'
+import { createStreamCaps, type StreamCaps } from './stream-caps.js'
+import { createStreamHub, type StreamHub } from './stream-hub.js'
+
+export interface Live {
+  readonly bus: EventLogBus
+  readonly sessionSignals: SessionSignals
+  readonly cursorFeed: CursorFeed
+  readonly caps: StreamCaps
+  /** Builds this instance's stream hub; the audience resolver comes from the core. */
+  streams (audience: AudienceResolver): StreamHub
+  close (): Promise<void>
+}
+
+export interface LiveOptions {
+  db: Db
+  listener: NotificationListener
+  slots: SlotStore
+  clock: Clock
+  log: Logger
+  heartbeatMs: number
+}
+
+/** Resolves once this instance listens: every event committed from then on reaches it. */
+export async function startLive (options: LiveOptions): Promise<Live> {
+  const { db, listener, slots, clock, log, heartbeatMs } = options
+  const channel = createLiveChannel(db, listener, log)
+  const bus = createEventLogBus({ db, channel, clock, log })
+  const presence = createCursorPresence({
+    send: async (body) => { await channel.send('c', body) },
+    listen: (handler) => { channel.on('c', handler) }
+  }, log)
+  const caps = createStreamCaps(slots, heartbeatMs)
+  await channel.start()
+  await bus.start()
+  let hub: StreamHub | undefined
+
+  return {
+    bus,
+    sessionSignals: sessionSignalsOver(channel, log),
+    cursorFeed: presence,
+    caps,
+    streams (audience) {
+      hub ??= createStreamHub({ db, bus, channel, audience, presence, caps, clock, log, heartbeatMs })
+      return hub
+    },
+    async close () {
+      hub?.closeAll()
+      hub?.stop()
+      presence.stop()
+      bus.stop()
+      await channel.close()
+    }
+  }
+}

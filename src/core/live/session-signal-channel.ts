@@ -1,0 +1,19 @@
+// Session signals over the live channel (`s:<session id>`, `u:<user id>`): heard by every instance.
+import type { SessionSignals } from '../auth/session-signals.js'
+import type { Logger } from '../deps.js'
+import type { LiveChannel } from './live-channel.js'
+
+export function sessionSignalsOver (channel: LiveChannel, log: Logger): SessionSignals {
+  async function send (kind: 's' | 'u', id: string): Promise<void> {
+    try {
+      await channel.send(kind, id)
+    } catch (error) {
+      // The change itself is committed; the heartbeat's session check ends the streams a little later.
+      log.warn({ err: error, kind }, 'live events: session signal could not be sent')
+    }
+  }
+  return {
+    sessionEnded: async (sessionId) => { await send('s', sessionId) },
+    accountDeleted: async (userId) => { await send('u', userId) }
+  }
+}

@@ -1,0 +1,82 @@
+// GET /api/sync/subscribe: the Server-Sent Events stream (SPEC Events; DECISIONS §7). Cookie or
+// Bearer; headers are flushed at once, so a client that sees them is subscribed. Messages are
+// default-type SSE messages whose data is the SPEC envelope and whose `id` is the event log id
+// (cursor messages are ephemeral and carry none); `heartbeat` is a named event. Which events a
+// stream gets, replay after Last-Event-ID and session ends are the hub's business (src/core/live).
+import type { FastifyInstance } from 'fastify'
+import type { OutgoingHttpHeaders } from 'node:http'
+import { AppError } from '../core/errors.js'
+import { STREAM_CAP_RETRY_AFTER_S, STREAMS_PER_IP, STREAMS_PER_USER, type StreamCaps } from '../core/live/stream-caps.js'
+import type { StreamHub, StreamMessage } from '../core/live/stream-hub.js'
+import { sendAppError } from './errors.js'
+import { actorOf } from './identity.js'
+
+/** A client this far behind is cut off (it reconnects with Last-Event-ID and is replayed what it missed). */
+const MAX_UNSENT_BYTES = 1 << 20
+/** How long an EventSource waits before reconnecting after the stream ends. */
+const RECONNECT_DELAY_MS = 2_000
+
+export interface SyncRouteOptions {
+  streams: StreamHub
+  caps: StreamCaps
+}
+
+export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
+  // One message object goes to many streams: encode it once.
+  const frames = new WeakMap<StreamMessage, string>()
+  function frameOf (message: StreamMessage): string {
+    let frame = frames.get(message)
+    if (frame === undefined) {
+      frame = `${message.event === undefined ? '' : `event: ${message.event}\n`}${message.id === undefined ? '' : `id: ${message.id}\n`}data: ${JSON.stringify(message.data)}\n\n`
+      frames.set(message, frame)
+    }
+    return frame
+  }
+
+  return async function (app: FastifyInstance): Promise<void> {
+    app.get('/subscribe', { config: { access: 'required', tier: 'exempt' } }, async (request, reply) => {
+      const actor = actorOf(request)
+      const admission = await caps.admit(actor.userId, request.ip)
+      if (!admission.admitted) {
+        const message = admission.limit === 'user'
+          ? `Too many open event streams for this account (at most ${STREAMS_PER_USER}); close one and retry in ${STREAM_CAP_RETRY_AFTER_S} seconds.`
+          : `Too many open event streams from this address (at most ${STREAMS_PER_IP}); close one and retry in ${STREAM_CAP_RETRY_AFTER_S} seconds.`
+        return await sendAppError(reply, new AppError('rate_limited', message, [], STREAM_CAP_RETRY_AFTER_S))
+      }
+      const raw = reply.raw
+      const lastEventId = request.headers['last-event-id']
+      // Headers set by the hooks so far (CORS for the configured origin) go out with the stream's own.
+      const headers: OutgoingHttpHeaders = {}
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = typeof value === 'number' ? String(value) : value
+      Object.assign(headers, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no'
+      })
+      reply.hijack()
+      raw.writeHead(200, headers)
+      raw.write(`retry: ${RECONNECT_DELAY_MS}\n: subscribed\n\n`)
+      const handle = streams.open({
+        send (message) {
+          if (raw.writableEnded || raw.destroyed) return
+          raw.write(frameOf(message))
+          if (raw.writableLength > MAX_UNSENT_BYTES) raw.destroy()
+        },
+        end () {
+          if (!raw.writableEnded) raw.end()
+        }
+      }, {
+        userId: actor.userId,
+        sessionId: actor.sessionId,
+        expiresAt: actor.expiresAt,
+        slot: admission.slot,
+        lastEventId: typeof lastEventId === 'string' && lastEventId.trim() !== '' ? lastEventId.trim() : undefined
+      })
+      raw.once('close', () => { handle.close() })
+      // The client may have gone while the slot was being claimed; 'close' has then already fired.
+      if (raw.destroyed || request.raw.socket.destroyed) handle.close()
+      return reply
+    })
+  }
+}

@@ -1,0 +1,257 @@
+// The event stream over real HTTP: headers and heartbeats, who receives which room/spark/canvas
+// event (the actor's other device, a member, never an outsider), RPC writes on the REST stream,
+// visibility at delivery time, rolled-back writes, stream caps, and streams ending with their session.
+import t, { type Test } from 'tap'
+import { sql } from 'kysely'
+import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
+import { appendEvent } from '../src/core/live/event-log.repository.js'
+import { LIVE_CHANNEL } from '../src/core/live/live-channel.js'
+import { lastMailTo, movableClock, startApp, uniqueClientIp } from './helpers/app.js'
+import { signInPerson, type Person } from './helpers/people.js'
+import { ofType, openStream, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
+
+const clock = movableClock()
+const s = await startApp({ SSE_HEARTBEAT_MS: '200' }, { clock })
+t.teardown(s.close)
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+/** Streams opened by a test are closed when it ends. */
+async function stream (t: Test, options: Parameters<typeof openStream>[1]): Promise<SseStream> {
+  const opened = await openStream(s.url, { ...options, headers: { 'x-forwarded-for': uniqueClientIp(), ...options?.headers } })
+  t.teardown(() => { opened.close() })
+  return opened
+}
+
+async function publicRoomWithMember (owner: Person, member: Person): Promise<string> {
+  const room = (await owner.rest('POST', '/api/rooms', { name: 'Shared', isPublic: true })).json().data.id as string
+  // Opening the canvas makes a signed-in user a member (DECISIONS §5).
+  t.equal((await member.rest('GET', `/api/canvas/state?roomId=${room}`)).statusCode, 200)
+  return room
+}
+
+/** Proves nothing matching arrived: waits for a later event on the same stream (delivery is in log order). */
+async function noneBefore (t: Test, on: SseStream, marker: (m: SseMessage) => boolean, unwanted: (m: SseMessage) => boolean, what: string): Promise<void> {
+  const seen = await on.waitFor(marker)
+  const index = on.messages.indexOf(seen)
+  t.equal(on.messages.slice(0, index).filter(unwanted).length, 0, what)
+}
+
+t.test('headers arrive at once with CORS for the configured origin, then named heartbeats', async (t) => {
+  const owner = await signInPerson(s, 'headers')
+  const started = Date.now()
+  const opened = await stream(t, { cookie: owner.cookie, headers: { origin: s.config.corsOrigin } })
+  t.ok(Date.now() - started < 1_000, 'the response headers did not wait for a first event')
+  t.equal(opened.status, 200)
+  t.equal(opened.headers.get('content-type'), 'text/event-stream')
+  t.equal(opened.headers.get('cache-control'), 'no-cache')
+  t.equal(opened.headers.get('connection'), 'keep-alive')
+  t.equal(opened.headers.get('x-accel-buffering'), 'no')
+  t.equal(opened.headers.get('access-control-allow-origin'), s.config.corsOrigin)
+  t.equal(opened.headers.get('access-control-allow-credentials'), 'true')
+
+  const first = await opened.waitFor((m) => m.event === 'heartbeat')
+  const second = await opened.waitFor((m) => m.event === 'heartbeat' && m !== first)
+  for (const beat of [first, second]) {
+    t.same(Object.keys(beat.json), ['timestamp'], 'heartbeat data is { timestamp }')
+    t.match(beat.json.timestamp, ISO_MS)
+    t.equal(beat.id, undefined, 'heartbeats carry no id')
+  }
+
+  const bearer = await stream(t, { bearer: owner.token })
+  t.equal(bearer.status, 200, 'the desktop client may send its Bearer token instead')
+  await bearer.waitFor((m) => m.event === 'heartbeat')
+
+  const anonymous = await stream(t, {})
+  t.equal(anonymous.status, 401)
+  t.equal(anonymous.headers.get('content-type')?.startsWith('application/json'), true)
+  const forged = await stream(t, { cookie: 'not-a-jwt' })
+  t.equal(forged.status, 401)
+})
+
+t.test('room, spark and canvas events reach the actor’s other device and a member, never an outsider', async (t) => {
+  const owner = await signInPerson(s, 'owner')
+  const member = await signInPerson(s, 'member')
+  const outsider = await signInPerson(s, 'outsider')
+  const ownerBrowser = await stream(t, { cookie: owner.cookie })
+  const ownerDesktop = await stream(t, { bearer: owner.token })
+  const memberStream = await stream(t, { cookie: member.cookie })
+  const outsiderStream = await stream(t, { cookie: outsider.cookie })
+
+  const created = (await owner.rest('POST', '/api/rooms', { name: 'Events', isPublic: true })).json().data
+  const roomId = created.id as string
+  for (const device of [ownerBrowser, ownerDesktop]) {
+    const message = await device.waitFor(ofType('room:created'))
+    t.same(message.json, { type: 'room:created', payload: created, timestamp: message.json.timestamp, userId: owner.userId }, 'the SPEC envelope, nothing more')
+    t.match(message.json.timestamp, ISO_MS)
+    t.match(message.id, /^\d+$/, 'every event carries an id')
+  }
+  t.equal((await member.rest('GET', `/api/canvas/state?roomId=${roomId}`)).statusCode, 200, 'the member opens the canvas')
+
+  const writes: Array<[string, () => Promise<unknown>]> = []
+  let sparkId = ''
+  writes.push(['room:updated', async () => await owner.rest('PATCH', `/api/rooms/${roomId}`, { name: 'Events, renamed' })])
+  writes.push(['spark:created', async () => {
+    const res = await owner.rest('POST', '/api/sparks', { title: 'Idea', content: 'text', roomId, x: 0, y: 0 })
+    sparkId = res.json().data.id
+  }])
+  writes.push(['spark:updated', async () => await owner.rest('PATCH', `/api/sparks/${sparkId}`, { title: 'Better idea' })])
+  writes.push(['position:updated', async () => await owner.rest('PATCH', '/api/canvas/position', { tileId: sparkId, x: 41, y: 19 })])
+  writes.push(['positions:batch-updated', async () => await owner.rest('PATCH', '/api/canvas/positions/batch', { updates: [{ tileId: sparkId, x: 200, y: 200 }] })])
+  writes.push(['layout:computed', async () => await owner.rest('POST', '/api/canvas/layout/compute', { roomId, algorithm: 'force-directed' })])
+  writes.push(['layout:validated', async () => await owner.rest('POST', '/api/canvas/layout/validate', { roomId })])
+  writes.push(['spark:deleted', async () => await owner.rest('DELETE', `/api/sparks/${sparkId}`)])
+  writes.push(['room:deleted', async () => await owner.rest('DELETE', `/api/rooms/${roomId}`)])
+
+  for (const [type, write] of writes) {
+    const response = await write() as { statusCode?: number } | undefined
+    if (response?.statusCode !== undefined) t.ok(response.statusCode < 300, `${type}: the write succeeded (${response.statusCode})`)
+    const received = await Promise.all([ownerBrowser, ownerDesktop, memberStream].map(async (on) => await on.waitFor(ofType(type))))
+    t.ok(received.every((m) => m.id === received[0]?.id && m.json.userId === owner.userId), `${type} reached both of the owner’s devices and the member, same id`)
+  }
+  t.same((await ownerBrowser.waitFor(ofType('room:deleted'))).json.payload, { id: roomId })
+  t.same((await ownerBrowser.waitFor(ofType('spark:deleted'))).json.payload, { id: sparkId, roomId })
+
+  const ids = ownerBrowser.events().map((m) => BigInt(m.id ?? '0'))
+  t.ok(ids.every((id, i) => i === 0 || id > (ids[i - 1] ?? 0n)), 'ids increase along the stream')
+  t.notOk(ownerBrowser.events().some((m) => 'audience' in m.json), 'the internal audience never leaves the server')
+
+  // The outsider's own room is a marker: everything published before it would have arrived first.
+  await outsider.rest('POST', '/api/rooms', { name: 'Mine', isPublic: false })
+  await noneBefore(t, outsiderStream, (m) => ofType('room:created')(m) && m.json.payload?.name === 'Mine', (m) => m.event === 'message', 'the outsider received none of the room’s events')
+})
+
+t.test('an RPC write arrives on the REST stream', async (t) => {
+  const owner = await signInPerson(s, 'rpc-owner')
+  const member = await signInPerson(s, 'rpc-member')
+  const roomId = await publicRoomWithMember(owner, member)
+  const memberStream = await stream(t, { cookie: member.cookie })
+  const ownerBrowser = await stream(t, { cookie: owner.cookie })
+  const { spark } = await owner.rpc(SparksService, { binary: true }).createSpark({ title: 'From the desktop', content: '', roomId, x: 10, y: 20 })
+  for (const on of [memberStream, ownerBrowser]) {
+    const message = await on.waitFor(ofType('spark:created'))
+    t.equal(message.json.payload?.id, spark?.id)
+    t.equal(message.json.payload?.title, 'From the desktop')
+  }
+})
+
+t.test('visibility is decided at delivery: a room turned private stops reaching the former member at once', async (t) => {
+  const owner = await signInPerson(s, 'private-owner')
+  const member = await signInPerson(s, 'private-member')
+  const roomId = await publicRoomWithMember(owner, member)
+  const memberStream = await stream(t, { cookie: member.cookie })
+  const ownerStream = await stream(t, { cookie: owner.cookie })
+  await owner.rest('POST', '/api/sparks', { title: 'public', content: '', roomId, x: 0, y: 0 })
+  await memberStream.waitFor(ofType('spark:created'))
+
+  t.equal((await owner.rest('PATCH', `/api/rooms/${roomId}`, { isPublic: false })).statusCode, 200)
+  await owner.rest('POST', '/api/sparks', { title: 'secret', content: '', roomId, x: 400, y: 0 })
+  await ownerStream.waitFor((m) => ofType('spark:created')(m) && m.json.payload?.title === 'secret')
+  // A marker the member does see: their own new room.
+  await member.rest('POST', '/api/rooms', { name: 'marker', isPublic: false })
+  await noneBefore(t, memberStream, (m) => ofType('room:created')(m) && m.json.payload?.name === 'marker',
+    (m) => m.json.payload?.title === 'secret' || (ofType('room:updated')(m) && m.json.payload?.isPublic === false), 'nothing after the room turned private')
+})
+
+t.test('nothing is delivered for a rolled-back write', async (t) => {
+  const owner = await signInPerson(s, 'rollback')
+  const ownerStream = await stream(t, { cookie: owner.cookie })
+  const roomId = (await owner.rest('POST', '/api/rooms', { name: 'Atomic', isPublic: true })).json().data.id as string
+  const spark = (await owner.rest('POST', '/api/sparks', { title: 'a', content: '', roomId, x: 0, y: 0 })).json().data
+  const refused = await owner.rest('PATCH', '/api/canvas/positions/batch', { updates: [{ tileId: spark.id, x: 500, y: 500 }, { tileId: 'spark_missing', x: 0, y: 0 }] })
+  t.equal(refused.statusCode, 404, 'the batch fails as a whole')
+
+  // The log and its notification commit together: an append inside a transaction that rolls back is never heard.
+  await t.rejects(s.app.deps.db.transaction().execute(async (trx) => {
+    await appendEvent(trx, LIVE_CHANNEL, { type: 'room:updated', payload: { id: roomId, name: 'rolled back' }, audience: { kind: 'users', userIds: [owner.userId] }, userId: owner.userId })
+    throw new Error('roll back')
+  }), { message: 'roll back' })
+
+  await owner.rest('PATCH', `/api/rooms/${roomId}`, { name: 'after' })
+  await noneBefore(t, ownerStream, (m) => ofType('room:updated')(m) && m.json.payload?.name === 'after',
+    (m) => ofType('positions:batch-updated')(m) || m.json.payload?.name === 'rolled back', 'neither the failed batch nor the rolled-back append was delivered')
+  t.same((await s.app.inject({ method: 'GET', url: `/api/sparks/${spark.id as string}`, cookies: { app_session: owner.cookie } })).json().data.x, 0)
+  const logged = await sql<{ n: number }>`select count(*)::int as n from event_log where payload->>'name' = 'rolled back' and payload->>'id' = ${roomId}`.execute(s.app.deps.db)
+  t.equal(logged.rows[0]?.n, 0, 'and nothing of it is in the log')
+})
+
+t.test('stream caps: the 6th stream of a user and the 21st of an address get 429; slots free on close', async (t) => {
+  const user = await signInPerson(s, 'capped')
+  const ip = uniqueClientIp()
+  const five = await Promise.all(Array.from({ length: 5 }, async () => await stream(t, { cookie: user.cookie, headers: { 'x-forwarded-for': ip } })))
+  t.ok(five.every((o) => o.status === 200), 'five streams open')
+  const sixth = await stream(t, { cookie: user.cookie })
+  t.equal(sixth.status, 429, 'the 6th is refused, whatever its address')
+  t.equal(sixth.headers.get('retry-after'), '5')
+  const body = await (await fetch(`${s.url}/api/sync/subscribe`, { headers: { cookie: `app_session=${user.cookie}` } })).json() as Record<string, unknown>
+  t.same(Object.keys(body).sort(), ['error', 'message', 'retryAfter'])
+  t.equal(body.error, 'Rate limit exceeded')
+  t.equal(body.retryAfter, 5)
+  t.match(body.message, /5 seconds/)
+
+  five[0]?.close()
+  await five[0]?.ended
+  const freed = await waitForStatus(t, { cookie: user.cookie }, 200)
+  t.equal(freed.status, 200, 'closing one frees its slot at once')
+
+  // Per address: 20 streams from four users at one address; a fifth user is refused there, not elsewhere.
+  const shared = uniqueClientIp()
+  const people = await Promise.all(Array.from({ length: 5 }, async (_, i) => await signInPerson(s, `ip-${i}`)))
+  for (const person of people.slice(0, 4)) {
+    for (let i = 0; i < 5; i++) t.equal((await stream(t, { cookie: person.cookie, headers: { 'x-forwarded-for': shared } })).status, 200)
+  }
+  const twentyFirst = await stream(t, { cookie: people[4]?.cookie, headers: { 'x-forwarded-for': shared } })
+  t.equal(twentyFirst.status, 429, 'the 21st from one address is refused')
+  t.match(await (await fetch(`${s.url}/api/sync/subscribe`, { headers: { cookie: `app_session=${people[4]?.cookie ?? ''}`, 'x-forwarded-for': shared } })).json(), { error: 'Rate limit exceeded', message: /address/ })
+  t.equal((await stream(t, { cookie: people[4]?.cookie })).status, 200, 'the same user from another address is fine')
+})
+
+/** Streams close asynchronously on the server: retry briefly until the expected status. */
+async function waitForStatus (t: Test, options: Parameters<typeof openStream>[1], status: number): Promise<SseStream> {
+  for (let attempt = 0; ; attempt++) {
+    const opened = await stream(t, options)
+    if (opened.status === status || attempt === 20) return opened
+    opened.close()
+    await sleep(25)
+  }
+}
+
+t.test('logout ends that session’s streams (only those); reconnecting gets 401', async (t) => {
+  const user = await signInPerson(s, 'logout')
+  const browser = await stream(t, { cookie: user.cookie })
+  const desktop = await stream(t, { bearer: user.token })
+  const started = Date.now()
+  t.equal((await user.rest('POST', '/api/auth/logout')).statusCode, 204)
+  await browser.ended
+  t.ok(Date.now() - started < 2_000, 'the stream ended promptly')
+  t.equal((await stream(t, { cookie: user.cookie })).status, 401, 'reconnecting is refused')
+  await desktop.waitFor((m) => m.event === 'heartbeat' && desktop.messages.indexOf(m) > 1)
+  t.equal((await stream(t, { bearer: user.token })).status, 200, 'the RPC session still streams')
+})
+
+t.test('account deletion ends every stream of the account', async (t) => {
+  const user = await signInPerson(s, 'deleted')
+  const browser = await stream(t, { cookie: user.cookie })
+  const desktop = await stream(t, { bearer: user.token })
+  t.equal((await user.rest('POST', '/api/auth/request-deletion')).statusCode, 200)
+  const { token } = lastMailTo(s.config, user.email)
+  t.equal((await s.app.inject({ method: 'POST', url: '/api/auth/confirm-deletion', payload: { token } })).statusCode, 204)
+  await Promise.all([browser.ended, desktop.ended])
+  t.equal((await stream(t, { cookie: user.cookie })).status, 401)
+  t.equal((await stream(t, { bearer: user.token })).status, 401)
+})
+
+// Last: it moves the app's clock.
+t.test('a stream ends when its credential expires; reconnecting gets 401', async (t) => {
+  const user = await signInPerson(s, 'expiring')
+  const desktop = await stream(t, { bearer: user.token })
+  const browser = await stream(t, { cookie: user.cookie })
+  await desktop.waitFor((m) => m.event === 'heartbeat')
+  clock.advance(15 * 60_000 + 1_000) // past the 15-minute access token
+  await desktop.ended
+  const refused = await stream(t, { bearer: user.token })
+  t.equal(refused.status, 401)
+  t.match(await (await fetch(`${s.url}/api/sync/subscribe`, { headers: { authorization: `Bearer ${user.token}` } })).json(), { error: 'Session expired' })
+  const beat = browser.messages.length
+  await browser.waitFor((m) => m.event === 'heartbeat' && browser.messages.indexOf(m) >= beat)
+  t.pass('the 30-day cookie session keeps streaming')
+})
