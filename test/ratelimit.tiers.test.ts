@@ -7,7 +7,10 @@ import { Code, ConnectError } from '@connectrpc/connect'
 import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/database.js'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
+import { CanvasService } from '../src/gen/app/canvas/v1/canvas_pb.js'
 import { PassportService } from '../src/gen/app/passport/v1/passport_pb.js'
+import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
+import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
 import { RtcService } from '../src/gen/app/rtc/v1/rtc_pb.js'
 import { createLimiter } from '../src/ratelimit/limiter.js'
 import type { Tier } from '../src/ratelimit/tiers.js'
@@ -172,6 +175,55 @@ t.test('refused credentials are counted first and carry the headers: 401s up to 
     if (error.code !== Code.Unauthenticated || error.metadata.get('ratelimit-remaining') !== String(300 - i)) t.fail(`call ${i}: ${Code[error.code]}`)
   }
   t.equal((await rpcFailure(auth.getMe({}))).code, Code.ResourceExhausted)
+})
+
+t.test('write on both transports: 100 room creations per minute per user, the 101st creates nothing', async (t) => {
+  const session = await signInWithCookie(s)
+  const cookies = { app_session: session.cookie }
+  for (let i = 1; i <= 100; i++) {
+    const res = await s.app.inject({ method: 'POST', url: '/api/rooms', cookies, payload: { name: `write ${i}` } })
+    if (res.statusCode !== 201 || res.headers['ratelimit-remaining'] !== String(100 - i)) t.fail(`create ${i}: ${res.statusCode}`)
+  }
+  const over = await s.app.inject({ method: 'POST', url: '/api/rooms', cookies, payload: { name: 'one too many' } })
+  t.equal(over.statusCode, 429)
+  t.equal(over.headers['ratelimit-limit'], '100')
+  const listed = await s.app.inject({ method: 'GET', url: '/api/rooms?limit=1', cookies })
+  t.equal(listed.json().pagination.total, 100, 'exactly 100 rooms exist: the 101st handler did not run')
+
+  const rpcSession = await signInWithRpc(s)
+  const rooms = rpcClient(s, RoomsService, { token: rpcSession.accessToken })
+  for (let i = 1; i <= 100; i++) await rooms.createRoom({ name: `rpc write ${i}` })
+  const error = await rpcFailure(rooms.createRoom({ name: 'one too many' }))
+  t.equal(error.code, Code.ResourceExhausted)
+  t.equal(error.metadata.get('ratelimit-limit'), '100')
+  t.equal((await rooms.listRooms({ limit: 1 })).pagination?.total, 100, 'exactly 100 rooms over RPC too')
+})
+
+t.test('canvas on both transports: 300 position updates per minute per user, the 301st moves nothing', async (t) => {
+  const session = await signInWithCookie(s)
+  const cookies = { app_session: session.cookie }
+  const room = (await s.app.inject({ method: 'POST', url: '/api/rooms', cookies, payload: { name: 'canvas tier' } })).json().data
+  const spark = (await s.app.inject({ method: 'POST', url: '/api/sparks', cookies, payload: { title: 'tile', roomId: room.id, x: 0, y: 0 } })).json().data
+  for (let i = 1; i <= 300; i++) {
+    const res = await s.app.inject({ method: 'PATCH', url: '/api/canvas/position', cookies, payload: { tileId: spark.id, x: i === 300 ? 1000 : 0, y: i === 300 ? 1000 : 0 } })
+    if (res.statusCode !== 200 || res.headers['ratelimit-remaining'] !== String(300 - i)) t.fail(`move ${i}: ${res.statusCode}`)
+  }
+  const over = await s.app.inject({ method: 'PATCH', url: '/api/canvas/position', cookies, payload: { tileId: spark.id, x: 5000, y: 5000 } })
+  t.equal(over.statusCode, 429)
+  t.equal(over.headers['ratelimit-limit'], '300')
+  const after = (await s.app.inject({ method: 'GET', url: `/api/sparks/${spark.id}`, cookies })).json().data
+  t.same([after.x, after.y], [1000, 1000], 'the tile stays where the 300th update put it')
+
+  const rpcSession = await signInWithRpc(s)
+  const rpcRoom = (await rpcClient(s, RoomsService, { token: rpcSession.accessToken }).createRoom({ name: 'canvas tier rpc' })).room!
+  const sparks = rpcClient(s, SparksService, { token: rpcSession.accessToken })
+  const tile = (await sparks.createSpark({ title: 'tile', content: '', roomId: rpcRoom.id, x: 0, y: 0 })).spark!
+  const canvas = rpcClient(s, CanvasService, { token: rpcSession.accessToken })
+  for (let i = 1; i <= 300; i++) await canvas.updatePosition({ tileId: tile.id, x: i === 300 ? 1000 : 0, y: i === 300 ? 1000 : 0 })
+  const error = await rpcFailure(canvas.updatePosition({ tileId: tile.id, x: 5000, y: 5000 }))
+  t.equal(error.code, Code.ResourceExhausted)
+  const moved = (await sparks.getSpark({ sparkId: tile.id })).spark!
+  t.same([moved.x, moved.y], [1000, 1000], 'the tile stays where the 300th call put it')
 })
 
 t.test('expensive over RPC: ImportCV 5 per minute per user (the method itself is not implemented yet)', async (t) => {
