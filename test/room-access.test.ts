@@ -8,11 +8,14 @@ import { CanvasService } from '../src/gen/app/canvas/v1/canvas_pb.js'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
 import { lastMailTo, startApp } from './helpers/app.js'
+import { recordEvents } from './helpers/events.js'
 import { anonymousRest, signInPerson, type Person, type RestCall } from './helpers/people.js'
 import { rpcClient } from './helpers/sign-in.js'
 
 const s = await startApp()
 t.teardown(s.close)
+const bus = recordEvents(s)
+t.teardown(bus.stop)
 
 type Role = 'owner' | 'other' | 'anonymous'
 type Visibility = 'public' | 'private'
@@ -113,6 +116,16 @@ for (const op of operations) {
     }
   })
 }
+
+t.test('refused writes of the matrix published nothing', async (t) => {
+  const marker = (await other.rest('POST', '/api/sparks', { title: 'marker', roomId: shared.public.roomId, x: 2000, y: 0 })).json().data.id
+  await bus.waitFor((e) => e.type === 'spark:created' && e.payload.id === marker)
+  const byOther = bus.matching((e) => e.userId === other.userId)
+  t.same(byOther.filter((e) => ['room:updated', 'room:deleted', 'spark:updated', 'spark:deleted'].includes(e.type)), [], 'the other user was refused every such write')
+  t.same(byOther.filter((e) => e.audience.kind === 'room' && e.audience.roomId === shared.private.roomId), [], 'nothing about the private room')
+  t.same(bus.matching((e) => e.userId === undefined), [], 'anonymous callers changed nothing')
+  t.ok(byOther.some((e) => e.type === 'position:updated') && byOther.some((e) => e.type === 'layout:computed'), 'while the allowed writes did publish')
+})
 
 t.test('access: CreateRoom and ListRooms', async (t) => {
   t.equal((await other.rest('POST', '/api/rooms', { name: 'mine' })).statusCode, 201, 'any signed-in user creates rooms')
