@@ -29,7 +29,7 @@ const RoomName = Type.String({
   errorMessage: `Room name must be between 1 and ${ROOM_NAME_MAX} characters`
 })
 /** An empty description clears it. */
-const RoomDescription = Type.String({ maxLength: ROOM_DESCRIPTION_MAX, errorMessage: `must be at most ${ROOM_DESCRIPTION_MAX} characters` })
+const RoomDescription = Type.String({ maxLength: ROOM_DESCRIPTION_MAX, errorMessage: `must be a string of at most ${ROOM_DESCRIPTION_MAX} characters` })
 const IsPublic = Type.Boolean({ errorMessage: 'must be true or false' })
 
 export const RoomIdParams = Type.Object({ roomId: RoomId })

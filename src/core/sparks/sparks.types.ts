@@ -30,9 +30,9 @@ const Title = Type.String({
   minLength: 1,
   maxLength: SPARK_TITLE_MAX,
   pattern: '\\S',
-  errorMessage: `must be between 1 and ${SPARK_TITLE_MAX} characters`
+  errorMessage: `must be a string of 1 to ${SPARK_TITLE_MAX} characters`
 })
-const Content = Type.String({ maxLength: SPARK_CONTENT_MAX, errorMessage: `must be at most ${SPARK_CONTENT_MAX} characters` })
+const Content = Type.String({ maxLength: SPARK_CONTENT_MAX, errorMessage: `must be a string of at most ${SPARK_CONTENT_MAX} characters` })
 const Version = Type.Integer({ minimum: 1, maximum: 2_147_483_647, errorMessage: 'must be a positive integer (the spark\'s version)' })
 
 export const SparkIdParams = Type.Object({ sparkId: SparkId })
