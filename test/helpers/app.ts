@@ -60,10 +60,22 @@ export function uniqueEmail (label = 'user'): string {
 
 export interface SentMail { to: string, subject: string, text: string, token: string }
 
+/** Every message in the outbox, oldest first. A file another request is still writing (sign-ins
+ *  in parallel) does not parse yet and is skipped: it is not the one the caller waited for. */
+function outbox (config: Config): Array<Omit<SentMail, 'token'>> {
+  const dir = join(config.dataDir, 'outbox')
+  return readdirSync(dir).sort().flatMap((f) => {
+    try {
+      return [JSON.parse(readFileSync(join(dir, f), 'utf8')) as Omit<SentMail, 'token'>]
+    } catch {
+      return []
+    }
+  })
+}
+
 /** The newest message the outbox holds for `to`, with the `token=` value of its link. */
 export function lastMailTo (config: Config, to: string): SentMail {
-  const dir = join(config.dataDir, 'outbox')
-  const mails = readdirSync(dir).sort().map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as Omit<SentMail, 'token'>)
+  const mails = outbox(config)
   const mail = mails.filter((m) => m.to === to.toLowerCase()).at(-1)
   if (mail === undefined) throw new Error(`no mail to ${to}`)
   const token = /token=([A-Za-z0-9_-]+)/.exec(mail.text)?.[1]
@@ -72,10 +84,9 @@ export function lastMailTo (config: Config, to: string): SentMail {
 }
 
 export function mailCount (config: Config, to: string): number {
-  const dir = join(config.dataDir, 'outbox')
   try {
-    return readdirSync(dir).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as { to: string }).filter((m) => m.to === to.toLowerCase()).length
+    return outbox(config).filter((m) => m.to === to.toLowerCase()).length
   } catch {
-    return 0
+    return 0 // no outbox folder yet
   }
 }
