@@ -78,6 +78,9 @@ interface Subscriber {
   expiryTimer: NodeJS.Timeout | undefined
   /** Set while a replay runs: live events wait here. */
   buffer: Array<{ seq: bigint, message: StreamMessage }> | undefined
+  /** After a replay: the log id it covered. A live event at or below it (one committed before the
+   *  stream opened but handed over late) was already replayed or deliberately skipped. */
+  floor: bigint
   closed: boolean
 }
 
@@ -145,7 +148,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
     const seq = BigInt(event.id)
     const owner = cursorOwnerOf(event)
     forEachRecipientStream(recipients, (sub) => {
-      if (sub.userId === owner) return
+      if (sub.userId === owner || seq <= sub.floor) return
       if (sub.buffer !== undefined) sub.buffer.push({ seq, message })
       else sub.connection.send(message)
     })
@@ -337,6 +340,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
     if (sub.closed) return
     const waiting = sub.buffer ?? []
     sub.buffer = undefined
+    sub.floor = covered
     for (const { seq, message } of waiting) if (seq > covered) sub.connection.send(message)
   }
 
@@ -350,6 +354,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
         expiresAt: expiresAt?.getTime(),
         expiryTimer: undefined,
         buffer: lastEventId === undefined ? undefined : [],
+        floor: 0n,
         closed: false
       }
       if (closing) {
