@@ -1,14 +1,17 @@
 // REST sign-in: the magic-link flow with the session cookie, logout, deletion; bad links.
 import t from 'tap'
-import { lastMailTo, mailCount, movableClock, startApp, uniqueEmail } from './helpers/app.js'
+import { lastMailTo, mailCount, movableClock, startApp, uniqueClientIp, uniqueEmail } from './helpers/app.js'
 import { signInWithCookie } from './helpers/sign-in.js'
 
 const clock = movableClock()
 const s = await startApp({}, { clock })
 t.teardown(s.close)
 
+// Each request-login comes from its own client address: the file sends more than the `strict`
+// tier's 10 per address and minute (the test app trusts X-Forwarded-For from its loopback peer).
+const newClient = () => ({ 'x-forwarded-for': uniqueClientIp() })
 const requestLogin = async (email: string) =>
-  await s.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: { email } })
+  await s.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: { email }, headers: newClient() })
 const authorize = async (token: string) =>
   await s.app.inject({ method: 'GET', url: `/api/auth/authorize?token=${encodeURIComponent(token)}` })
 const me = async (cookie?: string) =>
@@ -173,15 +176,15 @@ t.test('validation errors: one detail per offending field', async (t) => {
     [{ email: 'a@b.co', extra: true }, [{ field: 'extra', issue: 'is not allowed' }]]
   ]
   for (const [payload, details] of cases) {
-    const res = await s.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: payload as object })
+    const res = await s.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: payload as object, headers: newClient() })
     t.equal(res.statusCode, 400, JSON.stringify(payload))
     t.equal(res.json().error, 'ValidationError')
     t.same(res.json().details, details)
   }
-  const notJson = await s.app.inject({ method: 'POST', url: '/api/auth/request-login', headers: { 'content-type': 'application/json' }, payload: '{"email":' })
+  const notJson = await s.app.inject({ method: 'POST', url: '/api/auth/request-login', headers: { 'content-type': 'application/json', ...newClient() }, payload: '{"email":' })
   t.equal(notJson.statusCode, 400)
   t.equal(notJson.json().error, 'BadRequest')
-  const array = await s.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: [] as unknown as object })
+  const array = await s.app.inject({ method: 'POST', url: '/api/auth/request-login', payload: [] as unknown as object, headers: newClient() })
   t.equal(array.statusCode, 400)
   t.equal(array.json().error, 'ValidationError')
 })
