@@ -2,7 +2,8 @@
 // timeWindow, max)`, `child()`): Redis shared by every instance when REDIS_URL is set, per-instance
 // memory otherwise — and per-instance memory for every request while Redis fails (SPEC Limits
 // rule 4). The library's own RedisStore has no fallback (its `skipOnError` lets requests through
-// uncounted) and its LocalStore reads Date.now() and evicts live windows first, hence this store.
+// uncounted) and its LocalStore reads Date.now() (no test clock) and is an LRU that may drop a live
+// window while expired ones stay, hence this store.
 import type { Redis } from 'ioredis'
 import { MemoryCounters } from './memory-counters.js'
 
