@@ -28,6 +28,9 @@ async function serve (mode: Mode): Promise<void> {
   })
   console.log(`listening ${await app.listen({ port: 0, host: '127.0.0.1' })}`)
   process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
+  // The parent asks for this process's CPU time around each run: CPU per request is what the
+  // limiter adds, and unlike req/s it barely moves when other work shares the machine.
+  process.on('message', () => { process.send?.(process.cpuUsage()) })
 }
 
 interface Service { url: string, dataDir: string, child: ChildProcess }
@@ -36,7 +39,7 @@ async function startService (mode: Mode, redisUrl?: string): Promise<Service> {
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-ratelimit-'))
   const child = spawn(process.execPath, ['--import=tsx', import.meta.filename, 'serve', mode], {
     env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, REDIS_URL: redisUrl },
-    stdio: ['ignore', 'pipe', 'inherit']
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc']
   })
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
@@ -70,7 +73,26 @@ async function signIn (service: Service): Promise<string> {
   return cookie
 }
 
-interface Measurement { rps: number, p99: number, requests: number, non2xx: number, fiveXx: number, errors: number }
+interface Measurement {
+  rps: number
+  p99: number
+  requests: number
+  /** Service process CPU time (user + system) per answered request, in microseconds. */
+  cpuUs: number
+  non2xx: number
+  fiveXx: number
+  errors: number
+}
+
+async function cpuOf (service: Service): Promise<number> {
+  return await new Promise((resolve) => {
+    service.child.once('message', (usage) => {
+      const { user, system } = usage as NodeJS.CpuUsage
+      resolve(user + system)
+    })
+    service.child.send('cpu')
+  })
+}
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
 // Few connections: the embedded database answers one query at a time, and with 50 connections
@@ -79,8 +101,10 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const roundCount = Number(process.env.BENCH_ROUNDS ?? 3)
 
 async function load (service: Service, cookie: string, duration: number): Promise<Measurement> {
+  const cpuBefore = await cpuOf(service)
   const result = await autocannon({ url: `${service.url}/api/auth/me`, headers: { cookie: `app_session=${cookie}` }, connections, duration })
-  return { rps: result.requests.average, p99: result.latency.p99, requests: result.requests.total, non2xx: result.non2xx, fiveXx: result['5xx'], errors: result.errors + result.timeouts }
+  const cpuUs = (await cpuOf(service) - cpuBefore) / Math.max(1, result.requests.total)
+  return { rps: result.requests.average, p99: result.latency.p99, requests: result.requests.total, cpuUs, non2xx: result.non2xx, fiveXx: result['5xx'], errors: result.errors + result.timeouts }
 }
 
 async function freePort (): Promise<number> {
@@ -111,7 +135,7 @@ async function startRedis (): Promise<{ url: string, child: ChildProcess }> {
 
 function row (name: string, m: Measurement): string {
   const extra = m.non2xx + m.errors > 0 ? `  non-2xx ${m.non2xx} (5xx ${m.fiveXx}), errors ${m.errors}` : ''
-  return `${name.padEnd(34)} ${m.rps.toFixed(0).padStart(7)} req/s   p99 ${String(m.p99).padStart(4)} ms   ${String(m.requests).padStart(7)} requests${extra}`
+  return `${name.padEnd(34)} ${m.rps.toFixed(0).padStart(7)} req/s   p99 ${String(m.p99).padStart(4)} ms   ${m.cpuUs.toFixed(0).padStart(4)} µs CPU/request   ${String(m.requests).padStart(7)} requests${extra}`
 }
 
 function goal (text: string, met: boolean): string {
@@ -181,6 +205,11 @@ async function main (): Promise<void> {
   console.log(goal(`Redis / memory = ${redisRatio.toFixed(2)}× (goal ≥ 0.80×)`, redisRatio >= 0.8))
   console.log(goal(`frozen Redis: p99 ${paused.p99} ms (goal < 50 ms)`, paused.p99 < 50))
   console.log(goal(`frozen Redis: ${paused.fiveXx} responses 5xx (goal 0)`, paused.fiveXx === 0))
+  // Throughput on a shared machine swings by ±20 % between rounds; the service's CPU time per
+  // request is the steadier view of the same cost.
+  const cpu = (mode: Mode): number => median(rounds.get(mode)!.map((r) => r.cpuUs))
+  console.log(`\nService CPU per request (median of rounds): no limiter ${cpu('off').toFixed(0)} µs, memory ${cpu('memory').toFixed(0)} µs, Redis ${cpu('redis').toFixed(0)} µs`)
+  console.log(`  as throughput ratios at equal CPU: memory / no limiter ${(cpu('off') / cpu('memory')).toFixed(2)}×, Redis / memory ${(cpu('memory') / cpu('redis')).toFixed(2)}×`)
   const all = [...[...rounds.values()].flat(), paused]
   const refused = all.reduce((sum, m) => sum + m.non2xx, 0)
   if (refused > 0) console.log(`\nwarning: ${refused} non-2xx responses in total; the measurements include them`)
