@@ -4,7 +4,7 @@
 import t, { type Test } from 'tap'
 import { sql } from 'kysely'
 import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
-import { appendEvent } from '../src/core/live/event-log.repository.js'
+import { appendEvents } from '../src/core/live/event-log.repository.js'
 import { LIVE_CHANNEL } from '../src/core/live/live-channel.js'
 import { lastMailTo, movableClock, startApp, uniqueClientIp } from './helpers/app.js'
 import { signInPerson, type Person } from './helpers/people.js'
@@ -162,7 +162,7 @@ t.test('nothing is delivered for a rolled-back write', async (t) => {
 
   // The log and its notification commit together: an append inside a transaction that rolls back is never heard.
   await t.rejects(s.app.deps.db.transaction().execute(async (trx) => {
-    await appendEvent(trx, LIVE_CHANNEL, { type: 'room:updated', payload: { id: roomId, name: 'rolled back' }, audience: { kind: 'users', userIds: [owner.userId] }, userId: owner.userId })
+    await appendEvents(trx, LIVE_CHANNEL, [{ type: 'room:updated', payload: { id: roomId, name: 'rolled back' }, audience: { kind: 'users', userIds: [owner.userId] }, userId: owner.userId }])
     throw new Error('roll back')
   }), { message: 'roll back' })
 

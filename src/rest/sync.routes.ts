@@ -4,7 +4,7 @@
 // (cursor messages are ephemeral and carry none); `heartbeat` is a named event. Which events a
 // stream gets, replay after Last-Event-ID and session ends are the hub's business (src/core/live).
 import type { FastifyInstance } from 'fastify'
-import type { OutgoingHttpHeaders } from 'node:http'
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { AppError } from '../core/errors.js'
 import { STREAM_CAP_RETRY_AFTER_S, STREAMS_PER_IP, STREAMS_PER_USER, type StreamCaps } from '../core/live/stream-caps.js'
 import type { StreamHub, StreamMessage } from '../core/live/stream-hub.js'
@@ -31,6 +31,14 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
       frames.set(message, frame)
     }
     return frame
+  }
+
+  // Messages written in one turn of the event loop (a batch of events) leave in one write per
+  // stream: each stream is corked on its first message and all are uncorked together right after.
+  const corked = new Set<ServerResponse>()
+  function uncorkAll (): void {
+    for (const raw of corked) raw.uncork()
+    corked.clear()
   }
 
   return async function (app: FastifyInstance): Promise<void> {
@@ -60,6 +68,11 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
       const handle = streams.open({
         send (message) {
           if (raw.writableEnded || raw.destroyed) return
+          if (!corked.has(raw)) {
+            if (corked.size === 0) setImmediate(uncorkAll)
+            corked.add(raw)
+            raw.cork()
+          }
           raw.write(frameOf(message))
           if (raw.writableLength > MAX_UNSENT_BYTES) raw.destroy()
         },

@@ -1,19 +1,24 @@
 // The event bus of a cluster: `publish` appends the event to the durable log and NOTIFYs its id in
 // the same statement; every instance (the publishing one too, so there is exactly one delivery path)
 // hears the id on the live channel, loads what it has not delivered yet and hands it to its local
-// subscribers, in id order, each event once. Ids commit in id order (see appendEvent), so "delivered
+// subscribers, in id order, each event once. Ids commit in id order (see appendEvents), so "delivered
 // up to id N" is exact: after a lost listening connection the bus simply loads everything past N.
+// Appends are serialised per instance and batched: while one append is in flight, later publishes
+// queue up and go out together in the next one (one commit, one notification). Appends commit one
+// at a time anyway (NOTIFY and the id-order lock serialise commits database-wide), so this turns
+// many small flushed commits into few larger ones.
 import type { Db } from '../../db/database.js'
 import type { Clock } from '../../infra/clock.js'
 import type { Logger } from '../deps.js'
 import type { AnyEvent, Audience, EventBus, EventListener } from '../events.js'
-import { appendEvent, countEventsAfter, findEventsBetween, logBounds, pruneEventsBefore, type EventLogRow } from './event-log.repository.js'
+import { appendEvents, countEventsAfter, findEventsBetween, logBounds, pruneEventsBefore, type EventLogRow, type NewEvent } from './event-log.repository.js'
 import type { LiveChannel } from './live-channel.js'
 
 /** How long the log keeps an event for replay (documented in README: 24 hours). */
 export const EVENT_LOG_RETENTION_MS = 24 * 3600_000
 const PRUNE_EVERY_MS = 3600_000
 const LOAD_BATCH = 500
+const APPEND_BATCH = 500
 const RETRY_LOAD_MS = 500
 
 /** An event as the log holds it: the bus event plus its log id (the SSE `id`). */
@@ -63,6 +68,26 @@ export function createEventLogBus (options: { db: Db, channel: LiveChannel, cloc
   let stopped = false
   let retryTimer: NodeJS.Timeout | undefined
   let pruneTimer: NodeJS.Timeout | undefined
+  const outbox: Array<{ event: NewEvent, done: (error?: unknown) => void }> = []
+  let appending = false
+
+  async function appendQueued (): Promise<void> {
+    if (appending) return
+    appending = true
+    try {
+      while (outbox.length > 0) {
+        const batch = outbox.splice(0, APPEND_BATCH)
+        try {
+          await appendEvents(db, channel.name, batch.map((b) => b.event))
+          for (const item of batch) item.done()
+        } catch (error) {
+          for (const item of batch) item.done(error)
+        }
+      }
+    } finally {
+      appending = false
+    }
+  }
 
   function hand (event: LoggedEvent): void {
     for (const listener of listeners) {
@@ -120,7 +145,10 @@ export function createEventLogBus (options: { db: Db, channel: LiveChannel, cloc
 
   return {
     async publish (type, payload, { audience, userId }) {
-      await appendEvent(db, channel.name, { type, payload, audience, userId: userId ?? null })
+      await new Promise<void>((resolve, reject) => {
+        outbox.push({ event: { type, payload, audience, userId: userId ?? null }, done: (error) => { if (error === undefined) resolve(); else reject(error) } })
+        void appendQueued()
+      })
     },
     subscribe (listener: EventListener) {
       listeners.add(listener)

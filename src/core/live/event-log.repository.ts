@@ -14,25 +14,28 @@ export interface EventLogRow {
 // Any fixed 64-bit key; held by each append from before its id is drawn until its commit.
 const APPEND_LOCK_KEY = 7_401_221_932
 
+export interface NewEvent { type: string, payload: unknown, audience: unknown, userId: string | null }
+
 /**
- * Appends one event and notifies `channel` with `e:<id>`, in one statement (so one implicit
- * transaction: the notification is sent exactly when the row commits, never for a rolled-back one).
- * The advisory lock is taken before the id is drawn and held to commit, so ids commit in id order and
- * notifications arrive in id order: "everything up to id N" is then a meaningful position.
+ * Appends events (in the given order) and notifies `channel` once with `e:<newest id>`, in one
+ * statement — one implicit transaction: the notification goes out exactly when the rows commit,
+ * never for a rolled-back one. The advisory lock is taken before ids are drawn and held to commit,
+ * so ids commit in id order and notifications arrive in id order: "everything up to id N" is then a
+ * meaningful position, and a listener that hears N loads every row up to N.
  */
-export async function appendEvent (db: Db, channel: string, event: { type: string, payload: unknown, audience: unknown, userId: string | null }): Promise<string> {
-  const result = await sql<{ id: string | number }>`
+export async function appendEvents (db: Db, channel: string, events: readonly NewEvent[]): Promise<void> {
+  if (events.length === 0) return
+  const rows = events.map((e, i) => sql`(${i}::int, ${e.type}::text, ${JSON.stringify(e.payload)}::jsonb, ${JSON.stringify(e.audience)}::jsonb, ${e.userId}::text)`)
+  await sql`
     with locked as (select pg_advisory_xact_lock(${APPEND_LOCK_KEY}::bigint)),
     inserted as (
       insert into event_log (type, payload, audience, user_id)
-      select ${event.type}, ${JSON.stringify(event.payload)}::jsonb, ${JSON.stringify(event.audience)}::jsonb, ${event.userId}
-      from locked
+      select v.type, v.payload, v.audience, v.user_id
+      from locked, (values ${sql.join(rows)}) as v (ord, type, payload, audience, user_id)
+      order by v.ord
       returning id
     )
-    select id, pg_notify(${channel}, 'e:' || id) from inserted`.execute(db)
-  const row = result.rows[0]
-  if (row === undefined) throw new Error('event log append returned no id')
-  return String(row.id)
+    select pg_notify(${channel}, 'e:' || max(id)) from inserted`.execute(db)
 }
 
 function toRow (row: { id: string | number, type: string, payload: unknown, audience: unknown, user_id: string | null, created_at: Date }): EventLogRow {
