@@ -7,6 +7,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
+import pg from 'pg'
 import { openDatabase } from '../src/db/database.js'
 import { startApp, uniqueClientIp, type TestApp } from './helpers/app.js'
 import { startOwnRedis } from './helpers/own-redis.js'
@@ -129,6 +130,33 @@ if (process.env.DATABASE_URL !== undefined) {
   t.teardown(postgresPair.a.close)
   t.teardown(postgresPair.b.close)
   clusterTests('two instances on one Postgres', () => postgresPair as Pair)
+
+  t.test('Postgres: when the listening connection drops, events written meanwhile arrive once it is back', async (t) => {
+    // A database of its own: terminating listeners must not touch other test files' apps.
+    const name = `test_live_${randomUUID().replaceAll('-', '')}`
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL })
+    await admin.connect()
+    await admin.query(`create database ${name}`)
+    t.teardown(async () => {
+      await admin.query(`drop database if exists ${name} with (force)`)
+      await admin.end()
+    })
+    const url = new URL(process.env.DATABASE_URL as string)
+    url.pathname = `/${name}`
+    const own = await startApp({ DATABASE_URL: url.toString(), REDIS_URL: redis.url })
+    t.teardown(own.close)
+    const user = await signInPerson(own, 'listener-drop')
+    const opened = await stream(t, own, user)
+    // The function runs in the select list, so only on the rows the filter kept.
+    const terminated = await admin.query<{ done: boolean }>(
+      "select pg_terminate_backend(pid) as done from pg_stat_activity where datname = $1 and application_name = 'canvas-live-listener'", [name])
+    t.same(terminated.rows, [{ done: true }], 'the one listening connection was cut')
+    for (const room of ['gap-1', 'gap-2', 'gap-3']) await user.rest('POST', '/api/rooms', { name: room, isPublic: false })
+    await opened.waitFor((m) => m.json.payload?.name === 'gap-3', 10_000)
+    await user.rest('POST', '/api/rooms', { name: 'after', isPublic: false })
+    await opened.waitFor((m) => m.json.payload?.name === 'after', 10_000)
+    t.same(opened.events().map((m) => m.json.payload?.name), ['gap-1', 'gap-2', 'gap-3', 'after'], 'all of them, once, in order')
+  })
 } else {
   t.test('two instances on one Postgres', { skip: 'DATABASE_URL is not set' }, async () => {})
 }

@@ -60,7 +60,7 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
   let connecting: Promise<void> | undefined
 
   async function connect (): Promise<void> {
-    const next = new pg.Client({ connectionString, keepAlive: true })
+    const next = new pg.Client({ connectionString, keepAlive: true, application_name: 'canvas-live-listener' })
     next.on('notification', (message) => {
       if (message.payload !== undefined) handlers.get(message.channel)?.(message.payload)
     })
