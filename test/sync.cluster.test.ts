@@ -91,6 +91,21 @@ function clusterTests (label: string, pair: () => Pair): void {
     t.equal((await stream(t, b, user)).status, 401)
   })
 
+  t.test(`${label}: a session revoked on one instance is refused by the other, whose session cache forgets it`, async (t) => {
+    const { a, b } = pair()
+    const user = await signInPerson(a, 'cluster-revoke')
+    const meOnB = async (): Promise<number> => (await b.app.inject({ method: 'GET', url: '/api/auth/me', cookies: { app_session: user.cookie } })).statusCode
+    t.equal(await meOnB(), 200, 'B has seen (and cached) the session')
+    t.equal((await a.app.inject({ method: 'POST', url: '/api/auth/logout', cookies: { app_session: user.cookie } })).statusCode, 204)
+    const deadline = Date.now() + 2_000
+    let status = await meOnB()
+    while (status === 200 && Date.now() < deadline) {
+      await sleep(10)
+      status = await meOnB()
+    }
+    t.equal(status, 401, 'refused on B well before the cache TTL')
+  })
+
   t.test(`${label}: cursors cross instances; the last stream closing anywhere means cursor:left`, async (t) => {
     const { a, b } = pair()
     const alice = await signInPerson(a, 'cluster-alice')

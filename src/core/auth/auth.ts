@@ -8,6 +8,7 @@ import { findOrCreateUserByEmail, findUserById } from '../users/users.repository
 import { toUser, type User } from '../users/users.types.js'
 import { deleteAccountData } from '../users/account-deletion.js'
 import * as repo from './auth.repository.js'
+import { createSessionCache } from './session-cache.js'
 import { createTokenCodec } from './tokens.js'
 import {
   ACCESS_TOKEN_TTL_MS, COOKIE_SESSION_TTL_MS, DELETION_TOKEN_TTL_MS, LINK_TTL_MS, POLL_GRACE_MS, REFRESH_TOKEN_TTL_MS,
@@ -20,6 +21,18 @@ const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
 export function createAuth (deps: CoreDeps) {
   const { db, clock, mailer, config, log, sessionSignals } = deps
   const codec = createTokenCodec(config.jwtSecret)
+  const validSessions = createSessionCache()
+  sessionSignals.listen({
+    sessionEnded: (sessionId) => { validSessions.forgetSession(sessionId) },
+    accountDeleted: (userId) => { validSessions.forgetUser(userId) },
+    lostTrack: () => { validSessions.clear() }
+  })
+
+  async function endSession (sessionId: string, now: Date): Promise<void> {
+    await repo.revokeSession(db, sessionId, now)
+    validSessions.forgetSession(sessionId)
+    await sessionSignals.sessionEnded(sessionId)
+  }
 
   /** Sends mail; when it cannot be sent, `undo` removes what was stored so no unsent token stays usable. */
   async function sendOrUndo (message: { to: string, subject: string, text: string }, undo: () => Promise<void>): Promise<void> {
@@ -157,8 +170,7 @@ export function createAuth (deps: CoreDeps) {
       if (found === undefined) throw new AppError('unauthenticated', 'Invalid refresh token.')
       if (found.revoked_at !== null) throw new AppError('unauthenticated', 'This session has been revoked.')
       if (found.used_at !== null || await repo.consumeRefreshToken(db, tokenHash, now) === undefined) {
-        await repo.revokeSession(db, found.session_id, now)
-        await sessionSignals.sessionEnded(found.session_id)
+        await endSession(found.session_id, now)
         log.warn({ sessionId: found.session_id }, 'refresh token reuse: session revoked')
         throw new AppError('unauthenticated', 'Refresh token reuse detected; the session has been revoked.')
       }
@@ -172,17 +184,20 @@ export function createAuth (deps: CoreDeps) {
       if (claims === undefined) throw new AppError('unauthenticated', 'Invalid token')
       const now = clock.now()
       if (claims.exp * 1000 <= now.getTime()) throw new AppError('session_expired', 'Session expired')
-      const session = await repo.findSession(db, claims.sid)
-      if (session === undefined || session.user_id !== claims.sub || session.revoked_at !== null) {
-        throw new AppError('unauthenticated', 'Session revoked')
+      let session = validSessions.get(claims.sid, now.getTime())
+      if (session === undefined) {
+        const row = await repo.findSession(db, claims.sid)
+        if (row === undefined || row.revoked_at !== null) throw new AppError('unauthenticated', 'Session revoked')
+        if (row.expires_at <= now) throw new AppError('session_expired', 'Session expired')
+        session = { userId: row.user_id, expiresAt: row.expires_at, cachedAt: now.getTime() }
+        validSessions.set(claims.sid, session, now.getTime())
       }
-      if (session.expires_at <= now) throw new AppError('session_expired', 'Session expired')
-      return { userId: claims.sub, sessionId: claims.sid, expiresAt: new Date(Math.min(claims.exp * 1000, session.expires_at.getTime())) }
+      if (session.userId !== claims.sub) throw new AppError('unauthenticated', 'Session revoked')
+      return { userId: claims.sub, sessionId: claims.sid, expiresAt: new Date(Math.min(claims.exp * 1000, session.expiresAt.getTime())) }
     },
 
     async logout (actor: Actor): Promise<void> {
-      await repo.revokeSession(db, actor.sessionId, clock.now())
-      await sessionSignals.sessionEnded(actor.sessionId)
+      await endSession(actor.sessionId, clock.now())
     },
 
     async requestDeletion (actor: Actor): Promise<{ expiresAt: string }> {
@@ -210,6 +225,7 @@ export function createAuth (deps: CoreDeps) {
         return consumed.user_id
       })
       if (userId === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
+      validSessions.forgetUser(userId)
       await sessionSignals.accountDeleted(userId)
       return { userId }
     },

@@ -4,4 +4,12 @@
 export interface SessionSignals {
   sessionEnded (sessionId: string): Promise<void>
   accountDeleted (userId: string): Promise<void>
+  /** Hears the signals of every instance; `lostTrack` when some may have been missed (listener reconnected). */
+  listen (handlers: SessionSignalHandlers): void
+}
+
+export interface SessionSignalHandlers {
+  sessionEnded (sessionId: string): void
+  accountDeleted (userId: string): void
+  lostTrack (): void
 }

@@ -28,16 +28,17 @@ export interface LiveChannel {
 }
 
 export function createLiveChannel (db: Db, listener: NotificationListener, log: Logger): LiveChannel {
-  const handlers = new Map<string, (body: string) => void>()
+  const handlers = new Map<string, Array<(body: string) => void>>()
 
   function dispatch (payload: string): void {
     const kind = payload.slice(0, 1)
-    const handler = handlers.get(kind)
-    if (handler === undefined || payload[1] !== ':') return
-    try {
-      handler(payload.slice(2))
-    } catch (error) {
-      log.error({ err: error, kind }, 'live channel handler failed')
+    if (payload[1] !== ':') return
+    for (const handler of handlers.get(kind) ?? []) {
+      try {
+        handler(payload.slice(2))
+      } catch (error) {
+        log.error({ err: error, kind }, 'live channel handler failed')
+      }
     }
   }
 
@@ -47,7 +48,7 @@ export function createLiveChannel (db: Db, listener: NotificationListener, log: 
       await notify(db, LIVE_CHANNEL, `${kind}:${body}`)
     },
     on (kind, handler) {
-      handlers.set(kind, handler)
+      handlers.set(kind, [...handlers.get(kind) ?? [], handler])
     },
     onResume (handler) {
       listener.onResume(handler)

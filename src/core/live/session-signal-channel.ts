@@ -14,6 +14,11 @@ export function sessionSignalsOver (channel: LiveChannel, log: Logger): SessionS
   }
   return {
     sessionEnded: async (sessionId) => { await send('s', sessionId) },
-    accountDeleted: async (userId) => { await send('u', userId) }
+    accountDeleted: async (userId) => { await send('u', userId) },
+    listen: (handlers) => {
+      channel.on('s', handlers.sessionEnded)
+      channel.on('u', handlers.accountDeleted)
+      channel.onResume(handlers.lostTrack)
+    }
   }
 }
