@@ -6,13 +6,13 @@
 //   2. idle memory: M open streams — resident memory per stream (and per raw connection);
 //   3. cross-instance (needs DATABASE_URL): two instances on one Postgres, subscribers on B, writes
 //      at each offered rate to B (same instance) and then to A (the other one) — p99 difference, losses.
-// Options: --subscribers 2000 --rate 10 --seconds 10 --rounds 2 --idle 5000 --cross-subscribers 20
+// Options: --subscribers 2000 --rate 10 --seconds 10 --rounds 3 --idle 5000 --cross-subscribers 20
 //          --cross-rates 250,1000 --cross-seconds 5 --only fanout,idle,cross
 //          (DATABASE_URL / REDIS_URL select Postgres / Redis).
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startTarget, type Target } from './harness.js'
 
 const option = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -26,7 +26,7 @@ const IDLE = option('idle', 5000)
 const CROSS_SUBSCRIBERS = option('cross-subscribers', 20)
 const CROSS_RATES = (process.argv.includes('--cross-rates') ? process.argv[process.argv.indexOf('--cross-rates') + 1] ?? '' : '250,1000').split(',').map(Number).filter((n) => n > 0)
 const CROSS_SECONDS = option('cross-seconds', 5)
-const ROUNDS = option('rounds', 2)
+const ROUNDS = option('rounds', 3)
 const SCENARIOS = new Set((process.argv[process.argv.indexOf('--only') + 1] ?? '').split(',').filter((x) => process.argv.includes('--only') && x !== ''))
 const runs = (name: string): boolean => SCENARIOS.size === 0 || SCENARIOS.has(name)
 const STREAMS_PER_USER = 5
@@ -36,8 +36,8 @@ const now = (): number => performance.timeOrigin + performance.now()
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 const fixed = (n: number): string => Number.isFinite(n) ? n.toFixed(1).padStart(7) : '    n/a'
 
-function spawnScript (file: string, env: Record<string, string | undefined> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import=tsx', join(import.meta.dirname, file)], {
+function spawnScript (file: string, env: Record<string, string | undefined> = {}, flags: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...flags, '--import=tsx', join(import.meta.dirname, file)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc']
   })
@@ -62,6 +62,30 @@ async function ask<T> (child: ChildProcess, message: object): Promise<T> {
   return await reply
 }
 
+interface Service { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
+
+/** A service instance in its own process (bench/sse-serve.ts), sharing DATABASE_URL / REDIS_URL from the environment. */
+async function startService (env: Record<string, string>): Promise<Service> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-sse-'))
+  const child = spawnScript('sse-serve.ts', { NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, ...env }, ['--expose-gc'])
+  const url = await listening(child)
+  return {
+    url,
+    dataDir,
+    child,
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+    }
+  }
+}
+
+/** Resident size of the service after full collections, in KB. */
+async function serviceRssKb (service: Service): Promise<number> {
+  return (await ask<{ rss: number }>(service.child, { cmd: 'rss' })).rss / 1024
+}
+
 function rssKb (pid: number | undefined): number {
   const status = readFileSync(`/proc/${String(pid)}/status`, 'utf8')
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN)
@@ -70,7 +94,7 @@ function rssKb (pid: number | undefined): number {
 const clientIp = (group: number): string => `10.${(group >> 16) & 255}.${(group >> 8) & 255}.${group & 255}`
 
 /** Signs `count` users in through the mailed-link flow (the outbox of `target`); returns their session cookies. */
-async function signInMany (target: Target, count: number, label: string): Promise<string[]> {
+async function signInMany (target: Service, count: number, label: string): Promise<string[]> {
   const outbox = join(target.dataDir, 'outbox')
   const seen = new Set<string>()
   const tokens = new Map<string, string>()
@@ -171,7 +195,7 @@ async function openAll (subscribers: ChildProcess, targets: Array<{ url: string,
 const database = process.env.DATABASE_URL === undefined ? 'PGlite (embedded)' : 'Postgres'
 console.log(`database: ${database}, cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}`)
 const serviceEnv = { TRUST_PROXY: '127.0.0.1' }
-const service = await startTarget('service', serviceEnv)
+const service = await startService(serviceEnv)
 const rawChild = spawnScript('sse-raw.ts')
 const rawUrl = await listening(rawChild)
 let subscribers = spawnScript('sse-subscribers.ts')
@@ -220,15 +244,19 @@ const publishRaw = async (seq: number): Promise<boolean> => {
   return res.ok
 }
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? Number.NaN
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length / 2
+  return sorted.length % 2 === 1 ? sorted[Math.floor(middle)] ?? Number.NaN : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2
+}
 
 // 2. Idle memory first, on a settled process.
 if (runs('idle')) {
-  await sleep(2_000)
-  const idleBefore = rssKb(service.child.pid)
+  await sleep(1_000)
+  const idleBefore = await serviceRssKb(service)
   await openAll(subscribers, serviceTargets(service.url, IDLE))
-  await sleep(5_000)
-  const idleAfter = rssKb(service.child.pid)
+  await sleep(3_000)
+  const idleAfter = await serviceRssKb(service)
   await freshSubscribers()
   const rawBefore = rssKb(rawChild.pid)
   await openAll(subscribers, rawTargets(IDLE))
@@ -267,7 +295,7 @@ if (runs('fanout')) {
 if (!runs('cross')) {
   // not asked for
 } else if (process.env.DATABASE_URL !== undefined) {
-  const other = await startTarget('service', serviceEnv)
+  const other = await startService(serviceEnv)
   await openAll(subscribers, serviceTargets(other.url, CROSS_SUBSCRIBERS))
   console.log(`\n3. Cross-instance: ${CROSS_SUBSCRIBERS} subscribers on instance B, ${CROSS_SECONDS} s per offered rate`)
   for (const rate of CROSS_RATES) {
