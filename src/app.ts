@@ -13,7 +13,8 @@ import { openDatabase, type DatabaseHandle } from './db/database.js'
 import { systemClock, type Clock } from './infra/clock.js'
 import { createMailer } from './infra/mail.js'
 import { connectRedis } from './infra/redis.js'
-import { liveListenerFor } from './infra/live-listener.js'
+import { liveConnectionsFor } from './infra/live-listener.js'
+import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { healthRoute } from './health.routes.js'
@@ -55,7 +56,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // Events travel through the database's LISTEN/NOTIFY and a durable log (src/core/live).
   const live = await startLive({
     db: database.db,
-    listener: liveListenerFor(database, config, app.log),
+    connections: liveConnectionsFor(database, config, app.log),
     slots: createSlotStore({
       redis,
       prefix: config.rateLimitKeyPrefix,
@@ -68,7 +69,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
   const deps: CoreDeps = { config, db: database.db, bus: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed }
   const core = createCore(deps)
-  const streams = live.streams(core.audience)
+  // The core's audience rule, on the live read connections: a busy write pool never delays delivery.
+  const streams = live.streams(createAudience({ db: live.readDb }))
   app.decorate('core', core)
   app.decorate('deps', deps)
   app.decorate('live', { bus: live.bus, streams })

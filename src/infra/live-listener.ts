@@ -1,14 +1,39 @@
-// Picks the LISTEN side for the configured database: in-process on PGlite, a dedicated connection on Postgres.
-import { sql } from 'kysely'
+// The database connections of the live stream. LISTEN: in-process on PGlite, one dedicated
+// connection on Postgres. Reads on the delivery path (loading logged events, resolving recipients,
+// session checks): on Postgres a small pool of their own, so a write pool saturated by requests never
+// holds deliveries back behind queued transactions; on PGlite the one embedded connection.
+import { Kysely, PostgresDialect, sql } from 'kysely'
+import pg from 'pg'
 import type { Config } from '../config.js'
 import type { Logger } from '../core/deps.js'
-import type { DatabaseHandle } from '../db/database.js'
+import type { DatabaseHandle, Db } from '../db/database.js'
+import type { Database } from '../db/schema.js'
 import { pgliteListener, postgresListener, type NotificationListener } from './notification-listener.js'
 
-export function liveListenerFor (database: DatabaseHandle, config: Config, log: Logger): NotificationListener {
+const READ_POOL_SIZE = 3
+
+export interface LiveConnections {
+  readonly listener: NotificationListener
+  readonly readDb: Db
+  /** Closes the read pool (the listener is closed by its user). */
+  close (): Promise<void>
+}
+
+export function liveConnectionsFor (database: DatabaseHandle, config: Config, log: Logger): LiveConnections {
   if (database.pglite !== undefined) {
-    return pgliteListener(database.pglite, async (statement) => { await sql.raw(statement).execute(database.db) })
+    return {
+      listener: pgliteListener(database.pglite, async (statement) => { await sql.raw(statement).execute(database.db) }),
+      readDb: database.db,
+      close: async () => {}
+    }
   }
-  if (config.databaseUrl === undefined) throw new Error('a Postgres database needs DATABASE_URL for its notification connection')
-  return postgresListener(config.databaseUrl, log)
+  if (config.databaseUrl === undefined) throw new Error('a Postgres database needs DATABASE_URL for its live connections')
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, application_name: 'canvas-live-reads' })
+  pool.on('error', () => {}) // an idle client's error; the next query reports it
+  const readDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  return {
+    listener: postgresListener(config.databaseUrl, log),
+    readDb,
+    close: async () => { await readDb.destroy() }
+  }
 }

@@ -58,8 +58,10 @@ function toEvent (row: EventLogRow): LoggedEvent | undefined {
   } as LoggedEvent
 }
 
-export function createEventLogBus (options: { db: Db, channel: LiveChannel, clock: Clock, log: Logger }): EventLogBus {
+/** `db` takes appends and pruning; `readDb` (the delivery path's own connections) every read. */
+export function createEventLogBus (options: { db: Db, readDb?: Db, channel: LiveChannel, clock: Clock, log: Logger }): EventLogBus {
   const { db, channel, clock, log } = options
+  const readDb = options.readDb ?? db
   const listeners = new Set<(event: LoggedEvent) => void>()
   let delivered = 0n
   let heard = 0n
@@ -105,7 +107,7 @@ export function createEventLogBus (options: { db: Db, channel: LiveChannel, cloc
     try {
       while (delivered < heard && !stopped) {
         const upTo = heard
-        const rows = await findEventsBetween(db, String(delivered), String(upTo), LOAD_BATCH)
+        const rows = await findEventsBetween(readDb, String(delivered), String(upTo), LOAD_BATCH)
         for (const row of rows) {
           const event = toEvent(row)
           delivered = BigInt(row.id)
@@ -134,7 +136,7 @@ export function createEventLogBus (options: { db: Db, channel: LiveChannel, cloc
     if (/^\d+$/.test(body)) heardUpTo(BigInt(body))
   })
   channel.onResume(() => {
-    logBounds(db).then(({ newest }) => { heardUpTo(BigInt(newest)) }, (error: unknown) => {
+    logBounds(readDb).then(({ newest }) => { heardUpTo(BigInt(newest)) }, (error: unknown) => {
       log.error({ err: error }, 'live events: catching up after reconnect failed')
     })
   })
@@ -158,16 +160,16 @@ export function createEventLogBus (options: { db: Db, channel: LiveChannel, cloc
       listeners.add(listener)
       return () => { listeners.delete(listener) }
     },
-    bounds: async () => await logBounds(db),
+    bounds: async () => await logBounds(readDb),
     async readBetween (after, upTo, limit) {
-      const rows = await findEventsBetween(db, after, upTo, limit)
+      const rows = await findEventsBetween(readDb, after, upTo, limit)
       return rows.map(toEvent).filter((e): e is LoggedEvent => e !== undefined)
     },
-    countAfter: async (after, cap) => await countEventsAfter(db, after, cap),
+    countAfter: async (after, cap) => await countEventsAfter(readDb, after, cap),
     prune,
     /** Call after the channel listens: events committed before now are not delivered live. */
     async start () {
-      const { newest } = await logBounds(db)
+      const { newest } = await logBounds(readDb)
       delivered = BigInt(newest)
       if (heard < delivered) heard = delivered
       started = true

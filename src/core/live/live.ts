@@ -2,7 +2,7 @@
 // cursor presence, session signals, stream caps, and (once the core exists) the stream hub.
 import type { Db } from '../../db/database.js'
 import type { Clock } from '../../infra/clock.js'
-import type { NotificationListener } from '../../infra/notification-listener.js'
+import type { LiveConnections } from '../../infra/live-listener.js'
 import type { SlotStore } from '../../infra/stream-slots.js'
 import type { AudienceResolver } from '../audience.js'
 import type { SessionSignals } from '../auth/session-signals.js'
@@ -17,6 +17,8 @@ import { createStreamHub, type StreamHub } from './stream-hub.js'
 
 export interface Live {
   readonly bus: EventLogBus
+  /** Reads on the delivery path go here (its own pool on Postgres). */
+  readonly readDb: Db
   readonly sessionSignals: SessionSignals
   readonly cursorFeed: CursorFeed
   readonly caps: StreamCaps
@@ -26,8 +28,9 @@ export interface Live {
 }
 
 export interface LiveOptions {
+  /** Appends and notifications. */
   db: Db
-  listener: NotificationListener
+  connections: LiveConnections
   slots: SlotStore
   clock: Clock
   log: Logger
@@ -36,9 +39,10 @@ export interface LiveOptions {
 
 /** Resolves once this instance listens: every event committed from then on reaches it. */
 export async function startLive (options: LiveOptions): Promise<Live> {
-  const { db, listener, slots, clock, log, heartbeatMs } = options
-  const channel = createLiveChannel(db, listener, log)
-  const bus = createEventLogBus({ db, channel, clock, log })
+  const { db, connections, slots, clock, log, heartbeatMs } = options
+  const { readDb } = connections
+  const channel = createLiveChannel(db, connections.listener, log)
+  const bus = createEventLogBus({ db, readDb, channel, clock, log })
   const presence = createCursorPresence({
     send: async (body) => { await channel.send('c', body) },
     listen: (handler) => { channel.on('c', handler) }
@@ -50,11 +54,12 @@ export async function startLive (options: LiveOptions): Promise<Live> {
 
   return {
     bus,
+    readDb,
     sessionSignals: sessionSignalsOver(channel, log),
     cursorFeed: presence,
     caps,
     streams (audience) {
-      hub ??= createStreamHub({ db, bus, channel, audience, presence, caps, clock, log, heartbeatMs })
+      hub ??= createStreamHub({ db: readDb, bus, channel, audience, presence, caps, clock, log, heartbeatMs })
       return hub
     },
     async close () {
@@ -63,6 +68,7 @@ export async function startLive (options: LiveOptions): Promise<Live> {
       presence.stop()
       bus.stop()
       await channel.close()
+      await connections.close()
     }
   }
 }
