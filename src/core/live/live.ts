@@ -2,7 +2,7 @@
 // cursor presence, session signals, stream caps, and (once the core exists) the stream hub.
 import type { Db } from '../../db/database.js'
 import type { Clock } from '../../infra/clock.js'
-import type { LiveConnections } from '../../infra/live-listener.js'
+import type { LiveConnections } from '../../infra/live-connections.js'
 import type { SlotStore } from '../../infra/stream-slots.js'
 import type { AudienceResolver } from '../audience.js'
 import type { SessionSignals } from '../auth/session-signals.js'
