@@ -3,11 +3,13 @@
 // visibility at delivery time, rolled-back writes, stream caps, and streams ending with their session.
 import t, { type Test } from 'tap'
 import { sql } from 'kysely'
+import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
 import { appendEvents } from '../src/core/live/event-log.repository.js'
 import { LIVE_CHANNEL } from '../src/core/live/live-channel.js'
 import { lastMailTo, movableClock, startApp, uniqueClientIp } from './helpers/app.js'
-import { signInPerson, type Person } from './helpers/people.js'
+import { rpcError, signInPerson, type Person } from './helpers/people.js'
+import { rpcClient, signInWithRpc } from './helpers/sign-in.js'
 import { ofType, openStream, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
 
 const clock = movableClock()
@@ -228,6 +230,17 @@ t.test('logout ends that session’s streams (only those); reconnecting gets 401
   t.equal((await stream(t, { bearer: user.token })).status, 200, 'the RPC session still streams')
 })
 
+t.test('a refresh token presented twice revokes its session: the session’s streams end', async (t) => {
+  const session = await signInWithRpc(s)
+  const desktop = await stream(t, { bearer: session.accessToken })
+  t.equal(desktop.status, 200)
+  const auth = rpcClient(s, AuthService, { clientIp: uniqueClientIp() })
+  await auth.refreshToken({ refreshToken: session.refreshToken })
+  await rpcError(auth.refreshToken({ refreshToken: session.refreshToken }))
+  await desktop.ended
+  t.equal((await stream(t, { bearer: session.accessToken })).status, 401)
+})
+
 t.test('account deletion ends every stream of the account', async (t) => {
   const user = await signInPerson(s, 'deleted')
   const browser = await stream(t, { cookie: user.cookie })
@@ -240,7 +253,19 @@ t.test('account deletion ends every stream of the account', async (t) => {
   t.equal((await stream(t, { bearer: user.token })).status, 401)
 })
 
-// Last: it moves the app's clock.
+// These two move the app's clock, so they come last.
+t.test('a session revoked without a signal (one lost in transit) is caught by the heartbeat session check', async (t) => {
+  const user = await signInPerson(s, 'silent-revoke')
+  const browser = await stream(t, { cookie: user.cookie })
+  await browser.waitFor((m) => m.event === 'heartbeat')
+  const sessionId = (JSON.parse(Buffer.from(user.cookie.split('.')[1] ?? '', 'base64url').toString()) as { sid: string }).sid
+  await sql`update sessions set revoked_at = now() where id = ${sessionId}`.execute(s.app.deps.db)
+  const endedWithin = async (ms: number): Promise<boolean> => await Promise.race([browser.ended.then(() => true), sleep(ms).then(() => false)])
+  t.notOk(await endedWithin(500), 'no signal was sent: the stream is still open')
+  clock.advance(11_000) // the check runs at most every 10 s (of the app's clock), on a heartbeat
+  t.ok(await endedWithin(2_000), 'the next check ended it')
+})
+
 t.test('a stream ends when its credential expires; reconnecting gets 401', async (t) => {
   const user = await signInPerson(s, 'expiring')
   const desktop = await stream(t, { bearer: user.token })
