@@ -1,25 +1,17 @@
 // RPC sign-in over a real Connect client, in JSON and binary: poll flow, refresh rotation and
 // reuse detection, revocation on both transports, access classes, the error model.
 import t from 'tap'
-import { Code, ConnectError } from '@connectrpc/connect'
+import { Code } from '@connectrpc/connect'
 import { AuthService, LoginStatus } from '../src/gen/app/auth/v1/auth_pb.js'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { BadRequestSchema } from '../src/gen/google/rpc/error_details_pb.js'
 import { lastMailTo, movableClock, startApp, uniqueEmail } from './helpers/app.js'
+import { rpcError } from './helpers/people.js'
 import { rpcClient, signInWithCookie, signInWithRpc } from './helpers/sign-in.js'
 
 const clock = movableClock()
 const s = await startApp({}, { clock })
 t.teardown(s.close)
-
-async function rpcError (promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise
-  } catch (error) {
-    return ConnectError.from(error)
-  }
-  throw new Error('expected the call to fail')
-}
 
 for (const binary of [false, true]) {
   const format = binary ? 'binary' : 'JSON'

@@ -253,6 +253,34 @@ t.test('account deletion ends every stream of the account', async (t) => {
   t.equal((await stream(t, { bearer: user.token })).status, 401)
 })
 
+t.test('account deletion tells the others: room:deleted for its public rooms, spark:deleted for its sparks elsewhere', async (t) => {
+  const leaving = await signInPerson(s, 'leaving')
+  const staying = await signInPerson(s, 'staying')
+  const outsider = await signInPerson(s, 'outsider')
+  const theirRoom = await publicRoomWithMember(leaving, staying)
+  const privateRoom = (await leaving.rest('POST', '/api/rooms', { name: 'Own', isPublic: false })).json().data.id as string
+  const ownRoom = await publicRoomWithMember(staying, leaving)
+  const sparkId = (await leaving.rest('POST', '/api/sparks', { roomId: ownRoom, title: 'Mine', x: 0, y: 0 })).json().data.id as string
+  const stayingStream = await stream(t, { cookie: staying.cookie })
+  const outsiderStream = await stream(t, { cookie: outsider.cookie })
+
+  t.equal((await leaving.rest('POST', '/api/auth/request-deletion')).statusCode, 200)
+  const { token } = lastMailTo(s.config, leaving.email)
+  t.equal((await s.app.inject({ method: 'POST', url: '/api/auth/confirm-deletion', payload: { token } })).statusCode, 204)
+
+  const roomDeleted = await stayingStream.waitFor(ofType('room:deleted'))
+  t.same(roomDeleted.json.payload, { id: theirRoom })
+  const sparkDeleted = await stayingStream.waitFor(ofType('spark:deleted'))
+  t.same(sparkDeleted.json.payload, { id: sparkId, roomId: ownRoom })
+  t.equal((await staying.rest('GET', `/api/rooms/${theirRoom}`)).statusCode, 404)
+  t.equal((await staying.rest('GET', `/api/sparks/${sparkId}`)).statusCode, 404)
+  t.notOk(stayingStream.messages.some((m) => m.json?.payload?.id === privateRoom), 'nothing about the private room')
+
+  // The outsider saw none of it: a later event of their own proves it.
+  await outsider.rest('POST', '/api/rooms', { name: 'Marker', isPublic: false })
+  await noneBefore(t, outsiderStream, ofType('room:created'), (m) => m.json?.type === 'room:deleted' || m.json?.type === 'spark:deleted', 'the outsider got no deletion events')
+})
+
 // These two move the app's clock, so they come last.
 t.test('a session revoked without a signal (one lost in transit) is caught by the heartbeat session check', async (t) => {
   const user = await signInPerson(s, 'silent-revoke')

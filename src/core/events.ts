@@ -58,30 +58,3 @@ export interface EventBus {
   publish<K extends EventType> (type: K, payload: EventMap[K], options: PublishOptions): Promise<void>
   subscribe (listener: EventListener): () => void
 }
-
-/** In-process bus: delivers to every listener; a throwing listener cannot hurt the others or the publisher. */
-export function createEventBus (onListenerError: (error: unknown) => void = () => {}): EventBus {
-  const listeners = new Set<EventListener>()
-  return {
-    async publish (type, payload, { audience, userId }) {
-      const event = {
-        type,
-        payload,
-        timestamp: new Date().toISOString(),
-        audience,
-        ...(userId === undefined ? {} : { userId })
-      } as AnyEvent
-      for (const listener of listeners) {
-        try {
-          listener(event)
-        } catch (error) {
-          onListenerError(error)
-        }
-      }
-    },
-    subscribe (listener) {
-      listeners.add(listener)
-      return () => { listeners.delete(listener) }
-    }
-  }
-}

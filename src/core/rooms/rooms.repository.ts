@@ -79,9 +79,18 @@ export async function listPublicRooms (db: Db, window: PageWindow): Promise<{ ro
 }
 
 /** Account deletion: the user's rooms, with every spark and membership in them. */
-export async function deleteRoomsCreatedBy (db: Db, userId: string): Promise<void> {
+/** Deletes the user's rooms with their sparks and memberships; answers each room's other visible members. */
+export async function deleteRoomsCreatedBy (db: Db, userId: string): Promise<Array<{ roomId: string, memberIds: string[] }>> {
   const owned = db.selectFrom('rooms').select('id').where('created_by', '=', userId)
+  const members = await db.selectFrom('room_members')
+    .innerJoin('rooms', 'rooms.id', 'room_members.room_id')
+    .select(['room_members.room_id', 'room_members.user_id'])
+    .where('rooms.created_by', '=', userId)
+    .where('rooms.is_public', '=', true)
+    .where('room_members.user_id', '<>', userId)
+    .execute()
   await db.deleteFrom('sparks').where('room_id', 'in', owned).execute()
   await db.deleteFrom('room_members').where('room_id', 'in', owned).execute()
-  await db.deleteFrom('rooms').where('created_by', '=', userId).execute()
+  const rooms = await db.deleteFrom('rooms').where('created_by', '=', userId).returning('id').execute()
+  return rooms.map(({ id }) => ({ roomId: id, memberIds: members.filter((m) => m.room_id === id).map((m) => m.user_id) }))
 }
