@@ -214,7 +214,7 @@ t.test('pagination edges on both transports', async (t) => {
   t.same(beyond.json(), { data: [], pagination: { page: 7, limit: 2, total: 3, totalPages: 2 } })
   t.same((await owner.rest('GET', '/api/rooms?limit=100')).json().pagination, { page: 1, limit: 100, total: 3, totalPages: 1 })
 
-  for (const query of ['limit=101', 'limit=0', 'page=0', 'page=-1', 'page=abc', 'limit=abc', 'page=']) {
+  for (const query of ['limit=101', 'limit=0', 'page=0', 'page=-1', 'page=abc', 'limit=abc', 'page=', 'limit=2.5', 'page=1.5', 'limit=0x10', 'limit=1e1', 'page=1&page=2']) {
     const res = await owner.rest('GET', `/api/rooms?${query}`)
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().details[0].field, query.split('=')[0])
