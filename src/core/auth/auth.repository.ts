@@ -1,7 +1,7 @@
 // All SQL of sign-in, sessions and account-deletion tokens.
 import type { Selectable } from 'kysely'
 import type { Db } from '../../db/database.js'
-import type { LoginLinksTable, SessionKind, SessionsTable } from '../../db/schema.js'
+import type { LoginLinksTable, SessionKind, SessionsTable, UsersTable } from '../../db/schema.js'
 
 export async function insertLoginLink (db: Db, link: { tokenHash: string, pollHash: string | null, email: string, now: Date, expiresAt: Date }): Promise<void> {
   await db.insertInto('login_links').values({
@@ -66,8 +66,13 @@ export async function insertSession (db: Db, session: { id: string, userId: stri
   }).execute()
 }
 
-export async function findSession (db: Db, id: string): Promise<Selectable<SessionsTable> | undefined> {
-  return await db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst()
+/** A session with its user's row: one round trip for an authenticated request that is not cached. */
+export async function findSessionWithUser (db: Db, id: string): Promise<(Pick<Selectable<SessionsTable>, 'revoked_at' | 'expires_at'> & Selectable<UsersTable>) | undefined> {
+  return await db.selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .select(['sessions.revoked_at', 'sessions.expires_at', 'users.id', 'users.email', 'users.display_name', 'users.avatar_url', 'users.created_at', 'users.updated_at'])
+    .where('sessions.id', '=', id)
+    .executeTakeFirst()
 }
 
 export async function revokeSession (db: Db, id: string, now: Date): Promise<void> {

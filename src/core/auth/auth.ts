@@ -77,6 +77,9 @@ export function createAuth (deps: CoreDeps) {
   }
 
   async function me (actor: Actor): Promise<User> {
+    // The request's own authentication has just cached the session with its user.
+    const cached = validSessions.get(actor.sessionId, clock.now().getTime())
+    if (cached !== undefined && cached.userId === actor.userId) return cached.user
     const row = await findUserById(db, actor.userId)
     if (row === undefined) throw new AppError('unauthenticated', 'Account no longer exists')
     return toUser(row)
@@ -186,10 +189,10 @@ export function createAuth (deps: CoreDeps) {
       if (claims.exp * 1000 <= now.getTime()) throw new AppError('session_expired', 'Session expired')
       let session = validSessions.get(claims.sid, now.getTime())
       if (session === undefined) {
-        const row = await repo.findSession(db, claims.sid)
+        const row = await repo.findSessionWithUser(db, claims.sid)
         if (row === undefined || row.revoked_at !== null) throw new AppError('unauthenticated', 'Session revoked')
         if (row.expires_at <= now) throw new AppError('session_expired', 'Session expired')
-        session = { userId: row.user_id, expiresAt: row.expires_at, cachedAt: now.getTime() }
+        session = { userId: row.id, expiresAt: row.expires_at, user: toUser(row), cachedAt: now.getTime() }
         validSessions.set(claims.sid, session, now.getTime())
       }
       if (session.userId !== claims.sub) throw new AppError('unauthenticated', 'Session revoked')

@@ -1,20 +1,25 @@
-// Sessions this instance has recently found valid, so an authenticated request needs no database
-// round trip. An entry goes at once when this instance revokes the session, within milliseconds
-// when another instance does (session signals over LISTEN/NOTIFY), all at once when the signal
-// listener reconnected (it may have missed some), and in any case after TTL_MS — the bound on how
-// long a revocation whose signal was lost could go unnoticed.
+// Sessions this instance has recently found valid, with their user, so an authenticated request
+// (and "who am I") needs no database round trip. An entry goes at once when this instance revokes
+// the session, within milliseconds when another instance does (session signals over LISTEN/NOTIFY),
+// all at once when the signal listener reconnected (it may have missed some), and in any case after
+// TTL_MS — the bound on how long a revocation whose signal was lost could go unnoticed. Account
+// deletion is the only change to a user row today; whatever changes one later must forget its user
+// here and signal it as deletion does.
+import type { User } from '../users/users.types.js'
+
 export const SESSION_CACHE_TTL_MS = 10_000
 const MAX_ENTRIES = 50_000
 
 interface CachedSession {
   userId: string
   expiresAt: Date
+  user: User
   cachedAt: number
 }
 
 export interface SessionCache {
   get (sessionId: string, nowMs: number): CachedSession | undefined
-  set (sessionId: string, session: { userId: string, expiresAt: Date }, nowMs: number): void
+  set (sessionId: string, session: { userId: string, expiresAt: Date, user: User }, nowMs: number): void
   forgetSession (sessionId: string): void
   forgetUser (userId: string): void
   clear (): void
