@@ -7,9 +7,11 @@ import autocannon from 'autocannon'
 
 export interface Target { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
 
-export async function startTarget (kind: 'service' | 'raw', env: Record<string, string | undefined> = {}): Promise<Target> {
+export async function startTarget (kind: 'service' | 'raw' | 'frameworks', env: Record<string, string | undefined> = {}): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-'))
-  const child = spawn(process.execPath, ['--import=tsx', join(import.meta.dirname, 'serve.ts'), kind], {
+  // BENCH_NODE_ARGS passes flags to the service's node (e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it).
+  const nodeArgs = kind === 'service' ? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '') : []
+  const child = spawn(process.execPath, [...nodeArgs, '--import=tsx', join(import.meta.dirname, 'serve.ts'), kind], {
     env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   })
@@ -36,7 +38,9 @@ export async function startTarget (kind: 'service' | 'raw', env: Record<string, 
 
 export interface Measurement { rps: number, p99: number, errors: number, non2xx: number }
 
+/** One scenario: a 1 s unmeasured warm-up (JIT, pools, caches), then the measured run. */
 export async function measure (options: autocannon.Options): Promise<Measurement> {
+  await autocannon({ connections: 50, ...options, duration: 1 })
   const result = await autocannon({ connections: 50, duration: 5, ...options })
   return { rps: result.requests.average, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx }
 }

@@ -10,6 +10,13 @@ const raw = await startTarget('raw')
 const baseline = await measure({ url: `${raw.url}/`, duration })
 await raw.stop()
 
+// The libraries alone: a bare Fastify route and the same call as a bare Connect method.
+const frameworks = await startTarget('frameworks')
+const ping = JSON.stringify({ message: 'hi' })
+const bareFastify = await measure({ url: `${frameworks.url}/ping`, method: 'POST', headers: { 'content-type': 'application/json' }, body: ping, duration })
+const bareConnect = await measure({ url: `${frameworks.url}/rpc/app.auth.v1.AuthService/Ping`, method: 'POST', headers: { 'content-type': 'application/json' }, body: ping, duration })
+await frameworks.stop()
+
 const service = await startTarget('service')
 const token = await signIn(service, 'bench@example.test')
 const auth = { cookie: `app_session=${token}` }
@@ -43,8 +50,11 @@ await service.stop()
 
 console.log(`\ndatabase: ${process.env.DATABASE_URL === undefined ? 'PGlite (embedded)' : 'Postgres'}, cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}, ${duration} s per scenario, 50 connections`)
 console.log(row('raw node:http baseline', baseline))
+console.log(row('bare Fastify POST route (no app code)', bareFastify, baseline))
+console.log(row('bare Connect JSON method (no app code)', bareConnect, baseline))
 for (const [name, m] of results) console.log(row(name, m, baseline))
 const rps = (name: string): number => results.find(([n]) => n === name)?.[1].rps ?? NaN
 console.log(`\nRPC GetRoom JSON / REST GetRoom: ${(rps('RPC GetRoom (JSON)') / rps('GET /api/rooms/:roomId')).toFixed(2)}× (goal ≥ 0.8)`)
 console.log(`RPC GetRoom binary / JSON:       ${(rps('RPC GetRoom (binary)') / rps('RPC GetRoom (JSON)')).toFixed(2)}× (goal ≥ 1)`)
+console.log(`bare Connect / bare Fastify:      ${(bareConnect.rps / bareFastify.rps).toFixed(2)}× (the libraries alone: the ceiling for RPC / REST)`)
 console.log(`GET /api/auth/me / raw:          ${(rps('GET /api/auth/me (cookie)') / baseline.rps).toFixed(2)}× (goal ≥ 0.5 on Postgres)`)

@@ -1,7 +1,12 @@
-// A benchmark target in its own process: the service (`serve.ts service`) or the raw node:http
-// baseline (`serve.ts raw`). Prints `listening <url>` once ready. Configuration comes from the
+// A benchmark target in its own process: the service (`serve.ts service`), the raw node:http
+// baseline (`serve.ts raw`) or the bare frameworks (`serve.ts frameworks`: one Fastify route and
+// one Connect method through @connectrpc/connect-fastify, no app code, to show what the RPC
+// gateway's library costs per call before any of ours runs). Prints `listening <url>` once ready. Configuration comes from the
 // environment (DATABASE_URL, REDIS_URL, DATA_DIR, …) exactly as for `npm start`.
 import { createServer } from 'node:http'
+import { fastifyConnectPlugin } from '@connectrpc/connect-fastify'
+import Fastify from 'fastify'
+import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 
@@ -17,6 +22,15 @@ if (kind === 'raw') {
     const address = server.address()
     if (address !== null && typeof address === 'object') console.log(`listening http://127.0.0.1:${address.port}`)
   })
+} else if (kind === 'frameworks') {
+  const app = Fastify()
+  app.post('/ping', async (request) => ({ message: (request.body as { message: string }).message, timestamp: new Date().toISOString() }))
+  await app.register(fastifyConnectPlugin, {
+    prefix: '/rpc',
+    routes: (router) => { router.service(AuthService, { ping: (request) => ({ message: request.message, timestamp: new Date().toISOString() }) }) }
+  })
+  console.log(`listening ${await app.listen({ port: 0, host: '127.0.0.1' })}`)
+  process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
 } else {
   // One bench user sends thousands of requests a minute: tier limits are raised (build option, not
   // configuration) so every answer is a real one, not a 429. bench/ratelimit.ts measures the limiter.
