@@ -78,8 +78,8 @@ export async function listPublicRooms (db: Db, window: PageWindow): Promise<{ ro
   return { rows, total }
 }
 
-/** Account deletion: the user's rooms, with every spark and membership in them. */
-/** Deletes the user's rooms with their sparks and memberships; answers each room's other visible members. */
+/** Account deletion: the user's rooms, with every spark and membership in them; answers each room's
+ * other members who could see it (a private room had none), to be told it is gone. */
 export async function deleteRoomsCreatedBy (db: Db, userId: string): Promise<Array<{ roomId: string, memberIds: string[] }>> {
   const owned = db.selectFrom('rooms').select('id').where('created_by', '=', userId)
   const members = await db.selectFrom('room_members')
