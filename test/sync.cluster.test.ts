@@ -7,6 +7,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
 import pg from 'pg'
 import { openDatabase } from '../src/db/database.js'
 import { startApp, uniqueClientIp, type TestApp } from './helpers/app.js'
@@ -191,6 +192,31 @@ t.test('while Redis is down each instance counts its own streams, and counts rec
   await sleep(1_000) // the client reconnects within 500 ms
   const again = await Promise.all(Array.from({ length: 5 }, async () => await stream(t, a, user)))
   t.ok(again.every((o) => o.status === 200), 'every slot came back: nothing leaked')
+})
+
+t.test('a slot claim that times out on a frozen Redis leaves nothing behind there once it answers again', async (t) => {
+  const user = await signInPerson(pgliteA, 'redis-frozen')
+  const key = `${embeddedEnv.RATE_LIMIT_KEY_PREFIX}sse:user:${user.userId}`
+  const inspect = new Redis(redis.url)
+  t.teardown(() => { inspect.disconnect() })
+  redis.pause()
+  let opened: SseStream
+  try {
+    opened = await stream(t, pgliteA, user)
+  } finally {
+    redis.resume()
+  }
+  t.equal(opened.status, 200, 'the stream opened on the instance\'s own count while Redis did not answer')
+  // The claim script reached the frozen Redis and ran when it woke; the compensating removal follows it.
+  let members = -1
+  for (let i = 0; i < 40 && members !== 0; i++) {
+    await sleep(50)
+    members = await inspect.zcard(key)
+  }
+  t.equal(members, 0, 'no slot of this stream is left in Redis (it is counted in the instance\'s memory)')
+  const more = await Promise.all(Array.from({ length: 4 }, async () => await stream(t, pgliteA, user)))
+  t.ok(more.every((o) => o.status === 200), 'the user still has exactly their five streams')
+  t.equal((await stream(t, pgliteA, user)).status, 429)
 })
 
 t.test('closing an instance ends its streams at once and frees their slots', async (t) => {

@@ -66,6 +66,13 @@ export function createSlotStore (options: { redis: Redis | undefined, prefix: st
     return { slot: { id, keys: claims.map((c) => c.key), place: 'local' } }
   }
 
+  /** Removes a slot from Redis, best effort: if this fails too, the slot expires by itself. */
+  function forget (shared: Redis, id: string, keys: readonly string[]): void {
+    const pipeline = shared.pipeline()
+    for (const key of keys) pipeline.zrem(prefix + key, id)
+    pipeline.exec().catch(() => {})
+  }
+
   const usable = (): Redis | undefined => redis !== undefined && redis.status === 'ready' ? redis : undefined
 
   return {
@@ -81,6 +88,9 @@ export function createSlotStore (options: { redis: Redis | undefined, prefix: st
           return { slot: { id, keys: claims.map((c) => c.key), place: 'shared' } }
         } catch (error) {
           options.onFallback?.(error)
+          // A timed-out script may still have run: take back whatever it added (the id is unique, and
+          // commands on one connection run in order), or the slot would hold a place until it expires.
+          forget(shared, id, claims.map((c) => c.key))
         }
       }
       return claimLocally(id, claims, ttlMs)
@@ -116,9 +126,7 @@ export function createSlotStore (options: { redis: Redis | undefined, prefix: st
       }
       const shared = usable()
       if (shared === undefined) return // it expires by itself
-      const pipeline = shared.pipeline()
-      for (const key of slot.keys) pipeline.zrem(prefix + key, slot.id)
-      pipeline.exec().catch(() => {})
+      forget(shared, slot.id, slot.keys)
     },
 
     async count (key) {
