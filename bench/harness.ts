@@ -7,14 +7,24 @@ import autocannon from 'autocannon'
 
 export interface Target { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
 
+const children = new Set<ChildProcess>()
+process.on('exit', () => { for (const child of children) child.kill('SIGKILL') })
+
+/** Kills the child when this process exits, even on a crash, so no server outlives its benchmark. */
+export function reapOnExit<C extends ChildProcess> (child: C): C {
+  children.add(child)
+  child.once('exit', () => { children.delete(child) })
+  return child
+}
+
 export async function startTarget (kind: 'service' | 'raw' | 'frameworks', env: Record<string, string | undefined> = {}): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-'))
   // BENCH_NODE_ARGS passes flags to the service's node (e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it).
   const nodeArgs = kind === 'service' ? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '') : []
-  const child = spawn(process.execPath, [...nodeArgs, '--import=tsx', join(import.meta.dirname, 'serve.ts'), kind], {
+  const child = reapOnExit(spawn(process.execPath, [...nodeArgs, '--import=tsx', join(import.meta.dirname, 'serve.ts'), kind], {
     env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'inherit']
-  })
+  }))
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
     child.stdout?.on('data', (chunk: Buffer) => {

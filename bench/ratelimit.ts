@@ -12,6 +12,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
+import { reapOnExit } from './harness.js'
 
 type Mode = 'off' | 'memory' | 'redis'
 
@@ -37,10 +38,10 @@ interface Service { url: string, dataDir: string, child: ChildProcess }
 
 async function startService (mode: Mode, redisUrl?: string): Promise<Service> {
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-ratelimit-'))
-  const child = spawn(process.execPath, ['--import=tsx', import.meta.filename, 'serve', mode], {
+  const child = reapOnExit(spawn(process.execPath, ['--import=tsx', import.meta.filename, 'serve', mode], {
     env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, REDIS_URL: redisUrl },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc']
-  })
+  }))
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -120,7 +121,7 @@ async function freePort (): Promise<number> {
 
 async function startRedis (): Promise<{ url: string, child: ChildProcess }> {
   const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = reapOnExit(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] }))
   await new Promise<void>((resolve, reject) => {
     let out = ''
     child.stdout?.on('data', (chunk: Buffer) => {

@@ -13,6 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { reapOnExit } from './harness.js'
 
 const option = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -37,10 +38,10 @@ const sleep = async (ms: number): Promise<void> => { await new Promise((resolve)
 const fixed = (n: number): string => Number.isFinite(n) ? n.toFixed(1).padStart(7) : '    n/a'
 
 function spawnScript (file: string, env: Record<string, string | undefined> = {}, flags: string[] = []): ChildProcess {
-  return spawn(process.execPath, [...flags, '--import=tsx', join(import.meta.dirname, file)], {
+  return reapOnExit(spawn(process.execPath, [...flags, '--import=tsx', join(import.meta.dirname, file)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc']
-  })
+  }))
 }
 
 async function listening (child: ChildProcess): Promise<string> {
