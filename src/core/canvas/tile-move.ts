@@ -24,11 +24,13 @@ export async function moveTile (deps: CoreDeps, actor: Actor, move: { tileId: st
     const tile = requireVisibleTile(await findSparkWithRoom(trx, move.tileId), actor, what)
     // Holds the room as it is (visible) until commit: a concurrent delete or switch to private waits.
     await loadVisibleRoom(trx, actor, tile.room_id, 'share')
-    // One UPDATE: concurrent moves of the same tile serialise on its row and none is lost.
+    await joinRoom(trx, tile.room_id, actor.userId, now)
+    // Collisions are with the other tiles of the room, so they may be read before the move.
+    const collisionDetected = collides({ tileId: tile.id, x, y }, await tilePositions(trx, tile.room_id))
+    // One UPDATE, last before commit: concurrent moves of the same tile serialise on its row (none
+    // is lost) and hold that lock only for this statement and the commit.
     const spark = await setTilePosition(trx, tile.id, x, y, now)
     if (spark === undefined) throw notFound(what)
-    await joinRoom(trx, spark.room_id, actor.userId, now)
-    const collisionDetected = collides({ tileId: spark.id, x, y }, await tilePositions(trx, spark.room_id))
     return { spark, position: { tileId: spark.id, x, y, snapped, collisionDetected } }
   })
   await bus.publish('position:updated', result.position, { audience: { kind: 'room', roomId: result.spark.room_id }, userId: actor.userId })
