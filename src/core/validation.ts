@@ -74,7 +74,8 @@ export function violationsOf (schema: TSchema, errors: readonly TypeBoxError[]):
         add(fieldName([...segments, name]), 'is not allowed')
       }
     } else if (error.keyword === 'boolean' && error.message === 'schema is false') {
-      continue // reported by the additionalProperties error of the parent
+      // An unknown property (`additionalProperties: false`), reported one by one.
+      add(fieldName(segments), 'is not allowed')
     } else {
       add(segments.length === 0 ? '(body)' : fieldName(segments), describe(schema, segments, error))
     }
@@ -82,10 +83,24 @@ export function violationsOf (schema: TSchema, errors: readonly TypeBoxError[]):
   return violations
 }
 
+/** Postgres text cannot hold U+0000: refused up front, in every string of every input. */
+function nulViolations (value: unknown, path: string[] = [], found: FieldViolation[] = []): FieldViolation[] {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) found.push({ field: path.length === 0 ? '(body)' : fieldName(path), description: 'must not contain NUL characters' })
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => { nulViolations(item, [...path, String(i)], found) })
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) nulViolations(item, [...path, key], found)
+  }
+  return found
+}
+
 export function checkInput<T extends TSchema> (schema: T, value: unknown): FieldViolation[] {
   const validator = validatorFor(schema)
-  if (validator.Check(value)) return []
-  return violationsOf(schema, validator.Errors(value) as unknown as TypeBoxError[])
+  if (validator.Check(value)) return nulViolations(value)
+  const violations = violationsOf(schema, validator.Errors(value) as unknown as TypeBoxError[])
+  // TypeBox reports a bounded number of errors; a refused value always names at least one field.
+  return violations.length > 0 ? violations : [{ field: '(body)', description: 'is invalid' }]
 }
 
 export function invalidInput (violations: readonly FieldViolation[]): AppError {
