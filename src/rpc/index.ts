@@ -19,9 +19,15 @@ import { canvasService } from './canvas.service.js'
 import { roomsService } from './rooms.service.js'
 import { sparksService } from './sparks.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
+import { checkBinaryRequests } from './binary-requests.js'
 import { accessInterceptor } from './interceptors.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { httpRequestKey } from './rate-limit.js'
+
+/** The largest request body the gateway reads (as Fastify's body limit on the REST API). */
+export const RPC_READ_MAX_BYTES = 1024 * 1024
+
+const SERVICES = [AuthService, RoomsService, SparksService, CanvasService, OfficesService, PassportService, RtcService, UsersService, ShelvesService] as const
 
 export interface RpcOptions {
   core: Core
@@ -39,6 +45,8 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     exposedHeaders: ['Grpc-Status', 'Grpc-Message', 'Grpc-Status-Details-Bin', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
     maxAge: 7200
   })
+
+  checkBinaryRequests(app, SERVICES, RPC_READ_MAX_BYTES)
 
   const routes = (router: ConnectRouter): void => {
     router.service(AuthService, authService(core))
@@ -60,6 +68,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     contextValues: (request) => createContextValues().set(httpRequestKey, request),
     // SPEC: false booleans and zero numbers are still present in JSON replies.
     jsonOptions: { alwaysEmitImplicit: true },
+    readMaxBytes: RPC_READ_MAX_BYTES,
     shutdownTimeoutMs: 5_000
   })
 }
