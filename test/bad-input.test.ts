@@ -189,3 +189,26 @@ t.test('RPC: an unparseable binary body is invalid_argument; a body over 1 MiB i
   const created = await caller.rpc(RoomsService, { binary: true }).createRoom({ name: 'Binary ok', isPublic: false })
   t.equal(created.room?.name, 'Binary ok')
 })
+
+t.test('hostile credentials and headers: 401 (or 400) in the envelope, never a 500', async (t) => {
+  const cookies = ['app_session=%E0%A4%A', 'app_session=' + 'a'.repeat(8_000), 'app_session=a.b.c', 'app_session=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', 'app_session="unterminated', '=;=;;']
+  for (const cookie of cookies) {
+    const res = await s.app.inject({ method: 'GET', url: '/api/auth/me', headers: { cookie } })
+    t.equal(res.statusCode, 401, cookie.slice(0, 40))
+    t.ok(isEnvelope(res.body) || typeof res.json().error === 'string')
+  }
+  const authorizations = ['Bearer', 'Bearer ', 'Bearer a.b.c', 'Basic dXNlcjpwYXNz', 'Bearer ' + 'x'.repeat(8_000), 'bearer\teyJ']
+  for (const authorization of authorizations) {
+    const res = await s.app.inject({ method: 'POST', url: '/rpc/app.auth.v1.AuthService/GetMe', headers: { authorization, 'content-type': 'application/json' }, payload: '{}' })
+    t.equal(res.statusCode, 401, authorization.slice(0, 40))
+    t.equal(res.json().code, 'unauthenticated')
+  }
+  // A fresh session: the hostile-calls test above ends with an accepted Logout.
+  const editor = await signInPerson(s, 'if-match')
+  const own = (await editor.rest('POST', '/api/sparks', { roomId, title: 'Mine', x: 0, y: 0 })).json().data.id as string
+  for (const [ifMatch, status] of [['"abc"', 400], ['W/', 400], ['"1", "2"', 400], ['9'.repeat(30), 400], ['"2"', 409]] as const) {
+    const res = await editor.rest('PATCH', `/api/sparks/${own}`, { title: 'never' }, { 'if-match': ifMatch })
+    t.equal(res.statusCode, status, `If-Match ${ifMatch.slice(0, 20)}`)
+  }
+  t.equal((await editor.rest('GET', `/api/sparks/${own}`)).json().data.title, 'Mine', 'nothing changed')
+})
