@@ -17,13 +17,13 @@ export function checkBinaryRequests (app: FastifyInstance, services: readonly De
     for (const method of service.methods) inputs.set(`${app.prefix}/${service.typeName}/${method.name}`, method.input)
   }
 
-  app.addHook('onRequest', async (request) => {
-    const input = inputs.get(request.routeOptions.url ?? '')
+  app.addHook('onRequest', (request, _reply, done) => {
     const type = request.headers['content-type']
     const encoding = request.headers['content-encoding']
+    const input = type !== undefined && BINARY_UNARY.test(type) ? inputs.get(request.routeOptions.url ?? '') : undefined
     // Compressed bodies are Connect's to decompress (and to check).
-    if (input === undefined || type === undefined || !BINARY_UNARY.test(type) || (encoding !== undefined && encoding !== 'identity')) return
-    checkedBody(request.raw, input, readMaxBytes)
+    if (input !== undefined && (encoding === undefined || encoding === 'identity')) checkedBody(request.raw, input, readMaxBytes)
+    done()
   })
 }
 
