@@ -79,16 +79,21 @@ export class CounterStore {
   incr (key: string, callback: (error: Error | null, result?: StoreResult) => void, timeWindow: number, _max?: number): void {
     const now = this.options.now()
     const local = this.memory.hit(key, timeWindow, now)
-    const fromMemory = (): void => { callback(null, { current: local.count, ttl: local.resetAtMs - now }) }
     const redis = this.redis
-    if (redis === undefined || this.failing) { fromMemory(); return }
-    if (redis.status !== 'ready') { this.fail(new Error(`redis is ${redis.status}`)); fromMemory(); return }
-    redis.rateLimitHit(this.options.keyPrefix + key, timeWindow).then(([current, ttl]) => {
-      callback(null, { current, ttl })
-    }, (error: unknown) => {
-      this.fail(error)
-      fromMemory()
-    })
+    if (redis !== undefined && !this.failing) {
+      if (redis.status === 'ready') {
+        redis.rateLimitHit(this.options.keyPrefix + key, timeWindow).then(([current, ttl]) => {
+          callback(null, { current, ttl })
+        }, (error: unknown) => {
+          this.fail(error)
+          callback(null, { current: local.count, ttl: local.resetAtMs - now })
+        })
+        return
+      }
+      this.fail(new Error(`redis is ${redis.status}`))
+    }
+    // No Redis, or it is failing: this instance's own count answers.
+    callback(null, { current: local.count, ttl: local.resetAtMs - now })
   }
 
   /** @fastify/rate-limit asks every limiter it creates for a child store; all share these counters. */
