@@ -1,11 +1,30 @@
 // Shared pieces of the benchmark scripts: child-process targets, autocannon runs, sign-in.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
 
 export interface Target { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
+
+/**
+ * The service as production runs it: compiled JavaScript from `dist/` (built here if needed), not
+ * TypeScript through tsx, whose keep-names helper adds a cost to every closure created.
+ */
+export async function importBuilt (): Promise<{ buildApp: typeof import('../src/app.js').buildApp, loadConfig: typeof import('../src/config.js').loadConfig }> {
+  const root = join(import.meta.dirname, '..')
+  const app = pathToFileURL(join(root, 'dist/app.js')).href
+  const config = pathToFileURL(join(root, 'dist/config.js')).href
+  const [{ buildApp }, { loadConfig }] = await Promise.all([import(app) as Promise<typeof import('../src/app.js')>, import(config) as Promise<typeof import('../src/config.js')>])
+  return { buildApp, loadConfig }
+}
+
+/** Compiles `src/` into `dist/` (incremental: quick when nothing changed). */
+export function buildDist (): void {
+  const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: join(import.meta.dirname, '..'), stdio: 'inherit' })
+  if (result.status !== 0) throw new Error('npm run build failed')
+}
 
 const children = new Set<ChildProcess>()
 process.on('exit', () => { for (const child of children) child.kill('SIGKILL') })

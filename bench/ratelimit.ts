@@ -12,14 +12,13 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import { reapOnExit } from './harness.js'
+import { buildDist, importBuilt, reapOnExit } from './harness.js'
 
 type Mode = 'off' | 'memory' | 'redis'
 
 /** Child: build and start the app for one mode, print `listening <url>`, stop on SIGTERM. */
 async function serve (mode: Mode): Promise<void> {
-  const { buildApp } = await import('../src/app.js')
-  const { loadConfig } = await import('../src/config.js')
+  const { buildApp, loadConfig } = await importBuilt()
   const config = loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
   const unlimited = 1_000_000_000
   const app = await buildApp(config, {
@@ -155,6 +154,7 @@ function medianRound (rounds: Measurement[]): Measurement {
 }
 
 async function main (): Promise<void> {
+  buildDist()
   const redis = await startRedis()
   const modes = ['off', 'memory', 'redis'] as const
   const services = new Map<Mode, Service>()

@@ -3,8 +3,9 @@
 // The limiter is on (limits raised so every answer is real, see serve.ts).
 import { create, toBinary } from '@bufbuild/protobuf'
 import { GetRoomRequestSchema } from '../src/gen/app/rooms/v1/rooms_pb.js'
-import { measure, row, signIn, startTarget, type Measurement } from './harness.js'
+import { buildDist, measure, row, signIn, startTarget, type Measurement } from './harness.js'
 
+buildDist()
 const duration = Number(process.env.BENCH_SECONDS ?? 5)
 const raw = await startTarget('raw')
 const baseline = await measure({ url: `${raw.url}/`, duration })

@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { reapOnExit } from './harness.js'
+import { buildDist, reapOnExit } from './harness.js'
 
 const option = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -194,6 +194,7 @@ async function openAll (subscribers: ChildProcess, targets: Array<{ url: string,
 }
 
 const database = process.env.DATABASE_URL === undefined ? 'PGlite (embedded)' : 'Postgres'
+buildDist()
 console.log(`database: ${database}, cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}`)
 const serviceEnv = { TRUST_PROXY: '127.0.0.1' }
 const service = await startService(serviceEnv)

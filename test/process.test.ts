@@ -1,4 +1,5 @@
-// The process as operators run it: `npm run migrate`, `npm start`, and a graceful SIGTERM.
+// The process as operators run it: `npm run migrate` (which builds `dist/` first, as `npm start`
+// does), the built server `node dist/server.js`, and a graceful SIGTERM.
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
@@ -14,8 +15,8 @@ const env = (): NodeJS.ProcessEnv => ({
   PORT: '0'
 })
 
-t.test('npm run migrate applies the migrations and exits', async (t) => {
-  const result = spawnSync(process.execPath, ['--import=tsx', 'src/db/migrate-cli.ts'], { env: env(), encoding: 'utf8', timeout: 60_000 })
+t.test('npm run migrate builds, applies the migrations and exits', async (t) => {
+  const result = spawnSync('npm', ['run', '--silent', 'migrate'], { env: env(), encoding: 'utf8', timeout: 150_000 })
   t.equal(result.status, 0, result.stderr)
   t.match(result.stdout, /migrations applied \((pglite|postgres)\)/)
 })
@@ -24,7 +25,8 @@ t.test('SIGTERM: in-flight requests finish, then the process exits 0', async (t)
   // A slow mail server holds the sign-in request inside its handler while the signal arrives.
   const smtp = await startFakeSmtp({ accept: true, delayMs: 500 })
   t.teardown(smtp.close)
-  const child = spawn(process.execPath, ['--import=tsx', 'src/server.ts'], { env: { ...env(), SMTP_URL: smtp.url }, stdio: ['ignore', 'pipe', 'pipe'] })
+  // Built by `npm run migrate` above.
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.js'], { env: { ...env(), SMTP_URL: smtp.url }, stdio: ['ignore', 'pipe', 'pipe'] })
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
     child.stdout.on('data', (chunk: Buffer) => {
