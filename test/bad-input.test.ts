@@ -3,7 +3,8 @@
 // a clear error in the transport's envelope — never a 500 / `internal` — and nothing changes.
 import t from 'tap'
 import type { DescService } from '@bufbuild/protobuf'
-import { Code } from '@connectrpc/connect'
+import { Code, createClient } from '@connectrpc/connect'
+import { createGrpcWebTransport } from '@connectrpc/connect-node'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { CanvasService } from '../src/gen/app/canvas/v1/canvas_pb.js'
 import { OfficesService } from '../src/gen/app/offices/v1/offices_pb.js'
@@ -188,6 +189,38 @@ t.test('RPC: an unparseable binary body is invalid_argument; a body over 1 MiB i
   // A valid binary call goes through the same check unchanged.
   const created = await caller.rpc(RoomsService, { binary: true }).createRoom({ name: 'Binary ok', isPublic: false })
   t.equal(created.room?.name, 'Binary ok')
+})
+
+t.test('gRPC and gRPC-Web: an unparseable enveloped message is invalid_argument (grpc-status 3), a valid one goes through', async (t) => {
+  const envelope = (message: Buffer, flags = 0): Buffer => {
+    const head = Buffer.alloc(5)
+    head.writeUInt8(flags, 0)
+    head.writeUInt32BE(message.length, 1)
+    return Buffer.concat([head, message])
+  }
+  const call = async (type: string, payload: Buffer): Promise<{ status: number, grpcStatus: unknown, grpcMessage: unknown, body: string }> => {
+    const res = await s.app.inject({ method: 'POST', url: '/rpc/app.auth.v1.AuthService/GetConfig', headers: { 'content-type': type }, payload })
+    // gRPC sends the status in HTTP trailers, gRPC-Web in a trailer frame at the end of the body.
+    const status = (name: string): unknown => res.trailers[name] ?? new RegExp(`${name}: ?(\\S+)`).exec(res.body)?.[1]
+    return { status: res.statusCode, grpcStatus: status('grpc-status'), grpcMessage: status('grpc-message'), body: res.body }
+  }
+  for (const type of ['application/grpc', 'application/grpc+proto', 'application/grpc-web', 'application/grpc-web+proto']) {
+    t.match(await call(type, envelope(Buffer.from([0xff, 0xff, 0xff]))), { status: 200, grpcStatus: '3', grpcMessage: /cannot%20decode%20message%20app\.auth\.v1\.GetConfigRequest/ }, type)
+    // A truncated envelope is Connect's own invalid_argument.
+    t.match(await call(type, Buffer.from([0, 0, 0, 0, 16, 1])), { status: 200, grpcStatus: '3' }, `${type}, truncated`)
+  }
+  // An empty GetConfigRequest: the public configuration, status OK in the gRPC-Web trailer frame.
+  const ok = await call('application/grpc-web+proto', envelope(Buffer.alloc(0)))
+  t.match(ok, { status: 200, grpcStatus: '0' })
+  // A real gRPC-Web client's call goes through the check unchanged.
+  const caller = await signInPerson(s, 'grpc-web')
+  const transport = createGrpcWebTransport({
+    baseUrl: `${s.url}/rpc`,
+    httpVersion: '1.1',
+    interceptors: [(next) => async (req) => { req.header.set('authorization', `Bearer ${caller.token}`); return await next(req) }]
+  })
+  const created = await createClient(RoomsService, transport).createRoom({ name: 'Over gRPC-Web', isPublic: false })
+  t.equal(created.room?.name, 'Over gRPC-Web')
 })
 
 t.test('hostile credentials and headers: 401 (or 400) in the envelope, never a 500', async (t) => {
