@@ -1,5 +1,6 @@
-# Multi-stage build: dependencies and generated code in a build stage, a slim non-root runtime.
-FROM node:22-bookworm-slim AS build
+# Multi-stage build: dependencies and generated code in a build stage, a slim non-root runtime, both
+# on the current Node LTS (26; CI and development run the same code on Node 20, DECISIONS §1).
+FROM node:26-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json buf.yaml buf.gen.yaml ./
 COPY proto ./proto
@@ -10,7 +11,7 @@ COPY src ./src
 # Compiled to plain JavaScript in dist/: production runs no TypeScript loader.
 RUN npx buf generate && npm run build && npm prune --omit=dev
 
-FROM node:22-bookworm-slim
+FROM node:26-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 WORKDIR /app
 RUN mkdir -p /data && chown node:node /data
