@@ -6,8 +6,9 @@
 // or throws the Connect error, which Connect's handler then sends as the reply in the caller's
 // protocol. Connect unary bodies are one bare message; gRPC and gRPC-Web bodies are enveloped
 // messages (1 flag byte, 4 bytes of big-endian length, the message).
-import { fromBinary, type DescMessage, type DescService } from '@bufbuild/protobuf'
+import { fromBinary, type DescMessage } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
+import type { UniversalHandler } from '@connectrpc/connect/protocol'
 import type { FastifyInstance } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 
@@ -17,11 +18,13 @@ const COMPRESSED_FLAG = 0b1
 
 type Framing = 'bare' | 'enveloped'
 
-export function checkBinaryRequests (app: FastifyInstance, services: readonly DescService[], readMaxBytes: number): void {
+export interface BinaryRequestCheck {
+  /** Checks the binary bodies of these methods: the handlers the Connect router serves. */
+  serve (handlers: readonly UniversalHandler[]): void
+}
+
+export function checkBinaryRequests (app: FastifyInstance, readMaxBytes: number): BinaryRequestCheck {
   const inputs = new Map<string, DescMessage>()
-  for (const service of services) {
-    for (const method of service.methods) inputs.set(`${app.prefix}/${service.typeName}/${method.name}`, method.input)
-  }
 
   app.addHook('onRequest', (request, _reply, done) => {
     const framing = framingOf(request.headers['content-type'])
@@ -33,6 +36,12 @@ export function checkBinaryRequests (app: FastifyInstance, services: readonly De
     if (input !== undefined && framing !== undefined && !compressed) checkedBody(request.raw, input, framing, readMaxBytes)
     done()
   })
+
+  return {
+    serve (handlers) {
+      for (const handler of handlers) inputs.set(`${app.prefix}${handler.requestPath}`, handler.method.input)
+    }
+  }
 }
 
 function framingOf (contentType: string | undefined): Framing | undefined {

@@ -27,8 +27,6 @@ import { httpRequestKey } from './rate-limit.js'
 /** The largest request body the gateway reads (as Fastify's body limit on the REST API). */
 export const RPC_READ_MAX_BYTES = 1024 * 1024
 
-const SERVICES = [AuthService, RoomsService, SparksService, CanvasService, OfficesService, PassportService, RtcService, UsersService, ShelvesService] as const
-
 export interface RpcOptions {
   core: Core
   config: Config
@@ -46,7 +44,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     maxAge: 7200
   })
 
-  checkBinaryRequests(app, SERVICES, RPC_READ_MAX_BYTES)
+  const binaryRequests = checkBinaryRequests(app, RPC_READ_MAX_BYTES)
 
   const routes = (router: ConnectRouter): void => {
     router.service(AuthService, authService(core))
@@ -59,6 +57,8 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     router.service(RtcService, {})
     router.service(UsersService, {})
     router.service(ShelvesService, {})
+    // Every method the router serves, and only those, has its binary request bodies checked.
+    binaryRequests.serve(router.handlers)
   }
 
   await app.register(fastifyConnectPlugin, {
