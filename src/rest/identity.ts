@@ -1,9 +1,8 @@
-// Resolves the caller once per request (session cookie, or a Bearer token for non-browser clients
-// such as the desktop app's event stream) and enforces each route's declared access.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+// Who is calling a REST route: a session cookie, or a Bearer token for non-browser clients such as
+// the desktop app's event stream. src/rest/request-gate.ts decides what a route does with it.
+import type { FastifyRequest } from 'fastify'
 import { AppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
-import { sendAppError } from './errors.js'
 import { SESSION_COOKIE } from './route-config.js'
 
 function credentialOf (request: FastifyRequest): string | undefined {
@@ -14,36 +13,23 @@ function credentialOf (request: FastifyRequest): string | undefined {
   return undefined
 }
 
-export function installIdentity (app: FastifyInstance, core: Core): void {
-  app.decorateRequest('actor', null)
-  app.decorateRequest('identityError', null)
-  app.addHook('onRequest', async (request) => {
-    const access = request.routeOptions.config.access ?? 'required'
-    if (access === 'public') return
-    const credential = credentialOf(request)
-    if (credential === undefined) return
-    try {
-      request.actor = await core.auth.authenticate(credential)
-    } catch (error) {
-      if (!(error instanceof AppError)) throw error
-      request.identityError = error
-    }
-  })
+/**
+ * Sets `request.actor` when the request presents a valid credential. A presented credential that is
+ * refused (expired, revoked, forged) is returned, not thrown: the caller counts the request first.
+ */
+export async function resolveIdentity (core: Core, request: FastifyRequest): Promise<AppError | null> {
+  const credential = credentialOf(request)
+  if (credential === undefined) return null
+  try {
+    request.actor = await core.auth.authenticate(credential)
+    return null
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    return error
+  }
 }
 
-/** Runs after the rate limiter so that 401s carry rate-limit headers too. */
-export function installAccessCheck (app: FastifyInstance): void {
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    const access = request.routeOptions.config.access ?? 'required'
-    if (access === 'public') return
-    if (request.identityError !== null) return await sendAppError(reply, request.identityError)
-    if (access === 'required' && request.actor === null) {
-      return await sendAppError(reply, new AppError('unauthenticated', 'Sign in to continue.'))
-    }
-  })
-}
-
-/** The caller of a route declared `access: 'required'` (the access hook has already refused anonymous calls). */
+/** The caller of a route declared `access: 'required'` (the gate has already refused anonymous calls). */
 export function actorOf (request: FastifyRequest): NonNullable<FastifyRequest['actor']> {
   if (request.actor === null) throw new AppError('unauthenticated', 'Sign in to continue.')
   return request.actor

@@ -7,12 +7,11 @@ import { authRoutes } from './auth.routes.js'
 import { canvasRoutes } from './canvas.routes.js'
 import { cursorRoutes } from './cursor.routes.js'
 import { installRestErrorHandler } from './errors.js'
-import { installAccessCheck, installIdentity } from './identity.js'
 import { roomRoutes } from './rooms.routes.js'
 import { sparkRoutes } from './sparks.routes.js'
 import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
-import { installRateLimit } from './rate-limit.js'
 import type { Limiter } from '../ratelimit/limiter.js'
+import { installRequestGate } from './request-gate.js'
 import { typeBoxValidatorCompiler } from './validation.js'
 
 export interface RestOptions {
@@ -32,9 +31,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   })
   app.setValidatorCompiler(typeBoxValidatorCompiler)
   installRestErrorHandler(app)
-  installIdentity(app, core)
-  if (limiter !== undefined) installRateLimit(app, limiter)
-  installAccessCheck(app)
+  installRequestGate(app, core, limiter)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
   await app.register(roomRoutes(core), { prefix: '/rooms' })
   await app.register(sparkRoutes(core), { prefix: '/sparks' })

@@ -1,6 +1,5 @@
 // What every REST route declares besides its schema: who may call it and its rate-limit tier.
 import type { Actor } from '../core/actor.js'
-import type { AppError } from '../core/errors.js'
 import type { Tier } from '../ratelimit/tiers.js'
 
 /** public: no identity needed; optional: identity used when valid; required: 401 without it. */
@@ -14,8 +13,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller, when the request carries a valid session cookie or Bearer token. */
     actor: Actor | null
-    /** Why a presented credential was refused (expired, revoked, forged). */
-    identityError: AppError | null
   }
 }
 
