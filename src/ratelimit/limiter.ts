@@ -18,6 +18,13 @@ import { clientIpResolver } from './client-ip.js'
 import { CounterStore } from './counter-store.js'
 import { tierTable, type Tier, type TierTable } from './tiers.js'
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The counter key of the request's current `hit` (set just before the library reads it). */
+    rateLimitKey: string
+  }
+}
+
 export interface LimitDecision {
   allowed: boolean
   limit: number
@@ -44,8 +51,8 @@ export interface LimiterOptions {
 }
 
 /** Redis key of a counter: `<RATE_LIMIT_KEY_PREFIX><tier>:user:<user id>` or `…<tier>:ip:<address or /64>`. */
-function counterKey (tier: Tier, userId: string | null, ip: () => string): string {
-  return userId !== null ? `${tier}:user:${userId}` : `${tier}:ip:${ip()}`
+function counterKey (tier: Tier, userId: string | null, request: FastifyRequest, clientIp: (request: FastifyRequest) => string): string {
+  return userId !== null ? `${tier}:user:${userId}` : `${tier}:ip:${clientIp(request)}`
 }
 
 // @fastify/rate-limit builds its store itself (`new store(params)`); this hands it the one built here,
@@ -85,8 +92,10 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
 
   // Registered without global hooks: no route is limited by the plugin itself, only through `hit`.
   await app.register(fastifyRateLimit, { global: false, store: provided(store) })
-  const keys = new WeakMap<FastifyRequest, string>()
-  const keyGenerator = (request: FastifyRequest): string => keys.get(request) ?? ''
+  // The counter key reaches the library's key generator on the request itself: a WeakMap entry per
+  // request measured about 0.8 µs, more than the memory count it feeds.
+  app.decorateRequest('rateLimitKey', '')
+  const keyGenerator = (request: FastifyRequest): string => request.rateLimitKey
   const table: TierTable = tierTable(config)
   const checkers = new Map<Tier, ReturnType<FastifyInstance['createRateLimit']>>()
   for (const [tier, limit] of Object.entries(table) as Array<[Exclude<Tier, 'exempt'>, TierTable[keyof TierTable]]>) {
@@ -99,7 +108,7 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
     async hit (request, tier, userId) {
       const check = checkers.get(tier)
       if (check === undefined) return null // exempt
-      keys.set(request, counterKey(tier, userId, () => clientIp(request)))
+      request.rateLimitKey = counterKey(tier, userId, request, clientIp)
       const result = await check(request)
       if (result.isAllowed) return null // no allow-list is configured; kept for the type
       const retryAfter = Math.max(1, Math.ceil(result.ttl / 1000))
