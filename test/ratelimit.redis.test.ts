@@ -84,11 +84,45 @@ t.test('two instances sharing Redis share one count, on both transports', async 
   t.same(codes, [...Array(10).fill('ok'), Code.ResourceExhausted], 'RPC: 10 calls across both instances, the 11th refused')
 
   // The counter in Redis: `<prefix><tier>:ip:<address>` with the window's expiry.
-  await inspect.connect()
+  if (inspect.status !== 'ready') await inspect.connect()
   const key = `${prefix}strict:ip:${ip}`
   t.equal(await inspect.get(key), '11', 'one shared counter holds every call')
   const ttl = await inspect.pttl(key)
   t.ok(ttl > 0 && ttl <= 60_000, `it expires with its window (${ttl} ms left)`)
+})
+
+t.test('requests counted in one batch to Redis each get their own count', async (t) => {
+  const ips = [uniqueClientIp(), uniqueClientIp(), uniqueClientIp()]
+  // Each address starts with a different count: 0, 1 and 2 earlier requests on the other instance.
+  for (const [earlier, ip] of ips.entries()) for (let i = 0; i < earlier; i++) await requestLogin(b, ip)
+  const answers = await Promise.all(ips.map(async (ip) => await requestLogin(a, ip)))
+  t.same(answers.map((x) => x.remaining), ['9', '8', '7'])
+})
+
+/** Keeps the Redis server busy for ARGV[1] microseconds: slow, but answering within the client's command timeout. */
+const BUSY_SCRIPT = `
+local started = redis.call('TIME')
+local from = tonumber(started[1]) * 1000000 + tonumber(started[2])
+while true do
+  local now = redis.call('TIME')
+  if tonumber(now[1]) * 1000000 + tonumber(now[2]) - from >= tonumber(ARGV[1]) then return 1 end
+end
+`
+
+t.test('Redis slow (busy for 45 ms): the request is answered from memory without waiting; Redis still counts it and stays shared', async (t) => {
+  if (inspect.status !== 'ready') await inspect.connect()
+  const ip = uniqueClientIp()
+  for (let i = 0; i < 3; i++) t.equal((await requestLogin(b, ip)).remaining, String(9 - i), `request ${i + 1} on instance B`)
+  const busy = inspect.eval(BUSY_SCRIPT, 0, 45_000)
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  const answer = await requestLogin(a, ip)
+  await busy
+  t.equal(answer.status, 200)
+  // Had it waited for Redis it would have read the shared count (4, so 6 remaining).
+  t.equal(answer.remaining, '9', "answered from instance A's own count: its first request for this address")
+  t.equal(await inspect.get(`${prefix}strict:ip:${ip}`), '4', 'Redis counted it when the late reply came')
+  t.equal((await health(a)).cache, 'healthy', 'a slow reply is not a failure: counting stays shared')
+  t.equal((await requestLogin(a, ip)).remaining, '5', 'the next request reads the shared count again')
 })
 
 t.test('a fixed window in Redis: the standard tier (5 per 2 s here) resets when the window ends', async (t) => {
@@ -135,7 +169,8 @@ t.test('Redis frozen (SIGSTOP): no request waits on it, limits still hold, healt
     for (let i = 0; i < 11; i++) answers.push(await requestLogin(a, ip))
     t.same(answers.map((x) => x.status), [...Array(10).fill(200), 429], 'still limited, in memory')
     const slowest = Math.max(...answers.map((x) => x.ms))
-    // The first request waits for the 50 ms command timeout at most; the rest skip Redis entirely.
+    // The first requests wait 10 ms for Redis at most (REDIS_WAIT_MS); once the client's 50 ms command
+    // timeout has failed a command, the rest skip Redis entirely.
     t.ok(slowest < 500, `slowest answer ${slowest.toFixed(1)} ms`)
     const rest = answers.slice(1).map((x) => x.ms)
     t.ok(rest.reduce((sum, ms) => sum + ms, 0) / rest.length < 50, `later answers do not wait (mean ${(rest.reduce((s, ms) => s + ms, 0) / rest.length).toFixed(1)} ms)`)

@@ -23,8 +23,28 @@ interface HitCommand {
   rateLimitHit (key: string, windowMs: number): Promise<[number, number]>
 }
 
+type HitPipeline = ReturnType<Redis['pipeline']> & { rateLimitHit (key: string, windowMs: number): HitPipeline }
+
+type Callback = (error: Error | null, result?: StoreResult) => void
+
+/** A count waiting for the next batch to Redis, with this instance's own count to answer if Redis fails. */
+interface PendingHit {
+  key: string
+  windowMs: number
+  callback: Callback
+  localCount: number
+  localTtl: number
+}
+
 /** While Redis fails, a background PING every this often decides when shared counting resumes. */
 const PROBE_EVERY_MS = 250
+
+/**
+ * The longest a request waits for Redis's count: a few milliseconds, so a slow Redis never holds
+ * requests up; past it the request is answered from this instance's count. Redis still counts it when the reply comes late, and only an
+ * error or the client's command timeout (src/infra/redis.ts) switches the instance to memory.
+ */
+export const REDIS_WAIT_MS = 10
 
 export type StoreMode = 'memory' | 'shared' | 'fallback'
 
@@ -55,6 +75,7 @@ export class CounterStore {
   private probeTimer: NodeJS.Timeout | undefined
   private probing = false
   private closed = false
+  private pending: PendingHit[] = []
 
   constructor (private readonly options: CounterStoreOptions) {
     this.memory = options.memory ?? new MemoryCounters()
@@ -71,29 +92,73 @@ export class CounterStore {
   }
 
   /**
-   * Counts one request. Never fails and never waits longer than the Redis client's command timeout:
-   * Redis not connected, erroring or too slow means this instance's memory count answers. The
-   * memory counters always count too, so when Redis drops mid-window this instance carries on from
-   * what it has seen instead of from zero.
+   * Counts one request. Never fails and never waits longer than REDIS_WAIT_MS: Redis not connected,
+   * erroring or too slow means this instance's memory count answers. The memory counters always
+   * count too, so when Redis drops mid-window this instance carries on from what it has seen instead
+   * of from zero.
+   *
+   * Counts bound for Redis are sent together once per turn of the event loop (one pipeline for every
+   * request read in that turn): requests arrive in separate I/O callbacks, so ioredis's
+   * auto-pipelining, which flushes on the next tick, would send each on its own.
    */
-  incr (key: string, callback: (error: Error | null, result?: StoreResult) => void, timeWindow: number, _max?: number): void {
+  incr (key: string, callback: Callback, timeWindow: number, _max?: number): void {
     const now = this.options.now()
     const local = this.memory.hit(key, timeWindow, now)
     const redis = this.redis
     if (redis !== undefined && !this.failing) {
       if (redis.status === 'ready') {
-        redis.rateLimitHit(this.options.keyPrefix + key, timeWindow).then(([current, ttl]) => {
-          callback(null, { current, ttl })
-        }, (error: unknown) => {
-          this.fail(error)
-          callback(null, { current: local.count, ttl: local.resetAtMs - now })
-        })
+        if (this.pending.length === 0) setImmediate(this.flush)
+        this.pending.push({ key, windowMs: timeWindow, callback, localCount: local.count, localTtl: local.resetAtMs - now })
         return
       }
       this.fail(new Error(`redis is ${redis.status}`))
     }
     // No Redis, or it is failing: this instance's own count answers.
     callback(null, { current: local.count, ttl: local.resetAtMs - now })
+  }
+
+  private readonly flush = (): void => {
+    const batch = this.pending
+    this.pending = []
+    const redis = this.redis
+    if (redis === undefined || redis.status !== 'ready') {
+      this.fail(new Error(`redis is ${redis?.status ?? 'absent'}`))
+      for (const hit of batch) answerLocally(hit)
+      return
+    }
+    const pipeline = redis.pipeline() as HitPipeline
+    for (const hit of batch) pipeline.rateLimitHit(this.options.keyPrefix + hit.key, hit.windowMs)
+    let answered = false
+    // The check is put off to the end of the loop turn in which the timer fires: a reply that came
+    // in while the event loop was busy elsewhere is read first, and still answers.
+    const timer = setTimeout(() => {
+      setImmediate(() => {
+        if (answered) return
+        answered = true
+        for (const hit of batch) answerLocally(hit)
+      })
+    }, REDIS_WAIT_MS)
+    pipeline.exec().then((results) => {
+      clearTimeout(timer)
+      for (let i = 0; i < batch.length; i++) {
+        const [error, reply] = results?.[i] ?? [new Error('no reply in the pipeline')]
+        if (error !== null && error !== undefined) this.fail(error)
+        if (answered) continue
+        const hit = batch[i]!
+        if (error !== null && error !== undefined) {
+          answerLocally(hit)
+        } else {
+          const [current, ttl] = reply as [number, number]
+          hit.callback(null, { current, ttl })
+        }
+      }
+      answered = true
+    }, (error: unknown) => {
+      clearTimeout(timer)
+      this.fail(error)
+      if (!answered) for (const hit of batch) answerLocally(hit)
+      answered = true
+    })
   }
 
   /** @fastify/rate-limit asks every limiter it creates for a child store; all share these counters. */
@@ -145,4 +210,8 @@ export class CounterStore {
       this.probing = false
     }
   }
+}
+
+function answerLocally (hit: PendingHit): void {
+  hit.callback(null, { current: hit.localCount, ttl: hit.localTtl })
 }
