@@ -3,8 +3,8 @@ import t from 'tap'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
-import { startApp, uniqueEmail } from './helpers/app.js'
-import { startFailingSmtp } from './helpers/fake-smtp.js'
+import { startApp, uniqueClientIp, uniqueEmail } from './helpers/app.js'
+import { startFailingSmtp, startFakeSmtp } from './helpers/fake-smtp.js'
 import { rpcClient, signInWithCookie } from './helpers/sign-in.js'
 
 const s = await startApp()
@@ -62,6 +62,22 @@ t.test('RPC CORS: every origin, never credentials', async (t) => {
   t.equal(res.headers['access-control-allow-origin'], '*')
   t.notOk(res.headers['access-control-allow-credentials'])
   t.match(res.headers['access-control-allow-headers'], /authorization/i)
+})
+
+t.test('many RPC calls in flight at once: no "possible memory leak" warning from their shared shutdown signal', async (t) => {
+  // A slow mail server holds each sign-in call inside its handler, so all of them are in flight together.
+  const smtp = await startFakeSmtp({ accept: true, delayMs: 300 })
+  t.teardown(smtp.close)
+  const slow = await startApp({ SMTP_URL: smtp.url })
+  t.teardown(slow.close)
+  const warnings: string[] = []
+  const onWarning = (warning: Error): void => { warnings.push(warning.name) }
+  process.on('warning', onWarning)
+  t.teardown(() => { process.off('warning', onWarning) })
+  const calls = Array.from({ length: 15 }, async () => await rpcClient(slow, AuthService, { clientIp: uniqueClientIp() }).requestLogin({ email: uniqueEmail() }))
+  t.equal((await Promise.all(calls)).length, 15, 'every call answered')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(warnings.filter((name) => name === 'MaxListenersExceededWarning'), [])
 })
 
 t.test('EXPOSE=public serves the RPC gateway and /health only', async (t) => {

@@ -1,7 +1,8 @@
 // The Connect RPC gateway under /rpc: Bearer auth, JSON and binary Protobuf, CORS for every origin
 // without credentials. One file per service maps messages to core calls.
+import { setMaxListeners } from 'node:events'
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify'
-import { createContextValues, type ConnectRouter } from '@connectrpc/connect'
+import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect'
 import cors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
@@ -26,6 +27,9 @@ import { httpRequestKey } from './rate-limit.js'
 
 /** The largest request body the gateway reads (as Fastify's body limit on the REST API). */
 export const RPC_READ_MAX_BYTES = 1024 * 1024
+
+/** How long calls in flight may run on once the server begins to close. */
+const SHUTDOWN_GRACE_MS = 5_000
 
 export interface RpcOptions {
   core: Core
@@ -61,6 +65,16 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     binaryRequests.serve(router.handlers)
   }
 
+  // Calls in flight when the server closes get 5 s to finish, then are aborted. This is
+  // connect-fastify's `shutdownTimeoutMs` done here, so that the one signal every call in flight
+  // listens on is ours: its listener limit is lifted (past 10 concurrent calls Node would log a
+  // "possible memory leak" warning, though each call removes its listener when it ends).
+  const shutdown = new AbortController()
+  setMaxListeners(0, shutdown.signal)
+  app.addHook('preClose', async () => {
+    setTimeout(() => { shutdown.abort(new ConnectError('the server is shutting down', Code.Unavailable)) }, SHUTDOWN_GRACE_MS).unref()
+  })
+
   await app.register(fastifyConnectPlugin, {
     routes,
     interceptors: [accessInterceptor(core, limiter, (error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
@@ -69,6 +83,6 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     // SPEC: false booleans and zero numbers are still present in JSON replies.
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: RPC_READ_MAX_BYTES,
-    shutdownTimeoutMs: 5_000
+    shutdownSignal: shutdown.signal
   })
 }
