@@ -81,8 +81,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // on connections that turn idle after it began.
   let closing = false
   app.addHook('preClose', async () => { closing = true })
-  app.addHook('onSend', async (_request, reply) => {
+  // A callback hook, not an async one: it runs on every response, and a promise each is not free.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close')
+    done(null, payload)
   })
 
   app.addHook('onClose', async () => {
