@@ -87,8 +87,9 @@ export async function signIn (target: Target, email: string): Promise<string> {
   return cookie
 }
 
-export function row (name: string, m: Measurement, baseline?: Measurement): string {
-  const ratio = baseline === undefined ? '' : `  ratio ${(m.rps / baseline.rps).toFixed(2)}×`
+/** One scenario's line; `ratio` is its throughput against the baseline (none for the baseline itself). */
+export function row (name: string, m: Measurement, ratio?: number): string {
+  const against = ratio === undefined ? '' : `  ratio ${ratio.toFixed(2)}×`
   const bad = m.errors + m.non2xx > 0 ? `  (errors ${m.errors}, non-2xx ${m.non2xx})` : ''
-  return `${name.padEnd(40)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${String(m.p99).padStart(4)} ms${ratio}${bad}`
+  return `${name.padEnd(40)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${String(m.p99).padStart(4)} ms${against}${bad}`
 }
