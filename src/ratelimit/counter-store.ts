@@ -41,8 +41,9 @@ const PROBE_EVERY_MS = 250
 
 /**
  * The longest a request waits for Redis's count: a few milliseconds, so a slow Redis never holds
- * requests up; past it the request is answered from this instance's count. Redis still counts it when the reply comes late, and only an
- * error or the client's command timeout (src/infra/redis.ts) switches the instance to memory.
+ * requests up; past it the request is answered from this instance's count. Redis still counts it
+ * when the reply comes late, and only an error or the client's command timeout (src/infra/redis.ts)
+ * switches the instance to memory.
  */
 export const REDIS_WAIT_MS = 10
 
