@@ -1,9 +1,7 @@
 // What every REST route declares besides its schema: who may call it and its rate-limit tier.
+import type { Access } from '../admission.js'
 import type { Actor } from '../core/actor.js'
 import type { Tier } from '../ratelimit/tiers.js'
-
-/** public: no identity needed; optional: identity used when valid; required: 401 without it. */
-export type Access = 'public' | 'optional' | 'required'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

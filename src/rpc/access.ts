@@ -1,8 +1,7 @@
 // Every RPC method's policy in one table: its access class (SPEC Authentication: Public, Optional,
 // Required) and its rate-limit tier. A method missing here is Required in the `standard` tier.
+import type { Access } from '../admission.js'
 import type { Tier } from '../ratelimit/tiers.js'
-
-export type Access = 'public' | 'optional' | 'required'
 
 export interface MethodPolicy {
   access: Access

@@ -23,7 +23,7 @@ import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
 import { checkBinaryRequests } from './binary-requests.js'
 import { accessInterceptor } from './interceptors.js'
 import type { Limiter } from '../ratelimit/limiter.js'
-import { httpRequestKey } from './rate-limit.js'
+import { httpRequestKey } from './context.js'
 
 /** The largest request body the gateway reads (as Fastify's body limit on the REST API). */
 export const RPC_READ_MAX_BYTES = 1024 * 1024
