@@ -8,8 +8,9 @@ COPY proto ./proto
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# Compiled to plain JavaScript in dist/: production runs no TypeScript loader.
-RUN npx buf generate && npm run build && npm prune --omit=dev
+# Compiled to plain JavaScript in dist/ (src/gen came from npm ci's postinstall above and is not in
+# the build context): production runs no TypeScript loader.
+RUN npm run build && npm prune --omit=dev
 
 FROM node:26-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
