@@ -12,7 +12,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import { buildDist, importBuilt, reapOnExit } from './harness.js'
+import { UNLIMITED_TIERS, buildDist, importBuilt, reapOnExit } from './harness.js'
 
 type Mode = 'off' | 'memory' | 'redis'
 
@@ -20,11 +20,10 @@ type Mode = 'off' | 'memory' | 'redis'
 async function serve (mode: Mode): Promise<void> {
   const { buildApp, loadConfig } = await importBuilt()
   const config = loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
-  const unlimited = 1_000_000_000
   const app = await buildApp(config, {
     rateLimit: mode === 'off'
       ? false
-      : { maxOverride: { strict: unlimited, expensive: unlimited, upload: unlimited, canvas: unlimited, write: unlimited, read: unlimited, standard: unlimited } }
+      : { maxOverride: UNLIMITED_TIERS }
   })
   console.log(`listening ${await app.listen({ port: 0, host: '127.0.0.1' })}`)
   process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })

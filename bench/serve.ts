@@ -7,7 +7,7 @@ import { createServer } from 'node:http'
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify'
 import Fastify from 'fastify'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
-import { importBuilt } from './harness.js'
+import { UNLIMITED_TIERS, importBuilt } from './harness.js'
 
 const kind = process.argv[2] ?? 'service'
 
@@ -34,9 +34,7 @@ if (kind === 'raw') {
   // One bench user sends thousands of requests a minute: tier limits are raised (build option, not
   // configuration) so every answer is a real one, not a 429. bench/ratelimit.ts measures the limiter.
   const { buildApp, loadConfig } = await importBuilt()
-  const unlimited = 1_000_000_000
-  const maxOverride = { strict: unlimited, expensive: unlimited, upload: unlimited, canvas: unlimited, write: unlimited, read: unlimited, standard: unlimited }
-  const app = await buildApp(loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }), { rateLimit: { maxOverride } })
+  const app = await buildApp(loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }), { rateLimit: { maxOverride: UNLIMITED_TIERS } })
   console.log(`listening ${await app.listen({ port: 0, host: '127.0.0.1' })}`)
   process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
 }

@@ -1,12 +1,10 @@
 // The service as bench/sse.ts runs it: like `serve.ts service` (tier limits raised: one bench user
 // sends thousands of requests), started with --expose-gc so the parent can ask for a collection and
 // the resident size after it ({ cmd: 'rss' } over IPC), which makes per-stream memory measurable.
-import { importBuilt } from './harness.js'
+import { UNLIMITED_TIERS, importBuilt } from './harness.js'
 
-const unlimited = 1_000_000_000
-const maxOverride = { strict: unlimited, expensive: unlimited, upload: unlimited, canvas: unlimited, write: unlimited, read: unlimited, standard: unlimited }
 const { buildApp, loadConfig } = await importBuilt()
-const app = await buildApp(loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }), { rateLimit: { maxOverride } })
+const app = await buildApp(loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }), { rateLimit: { maxOverride: UNLIMITED_TIERS } })
 console.log(`listening ${await app.listen({ port: 0, host: '127.0.0.1' })}`)
 
 const collect = (globalThis as { gc?: () => void }).gc
