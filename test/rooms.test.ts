@@ -44,6 +44,20 @@ t.test('REST create → RPC read, RPC create (binary) → REST read: identical r
   await bus.waitFor((e) => e.type === 'room:created' && e.payload.id === viaRpc?.id)
 })
 
+t.test('text beyond ASCII reads the same through REST, RPC JSON and RPC binary, written through either', async (t) => {
+  const owner = await signInPerson(s, 'unicode')
+  const name = 'Café ✓ 日本語 😀 עברית'
+  const description = `Ünïcödé ${'€'.repeat(300)} \u200f 🧪`
+  const viaRest = (await owner.rest('POST', '/api/rooms', { name, description, isPublic: false })).json().data
+  const viaBinary = (await owner.rpc(RoomsService, { binary: true }).createRoom({ name, description, isPublic: false })).room
+  for (const room of [viaRest, plain(viaBinary)]) {
+    t.match(room, { name, description })
+    t.same((await owner.rest('GET', `/api/rooms/${room.id}`)).json().data, room, 'REST')
+    t.same(plain((await owner.rpc(RoomsService).getRoom({ roomId: room.id })).room), room, 'RPC JSON')
+    t.same(plain((await owner.rpc(RoomsService, { binary: true }).getRoom({ roomId: room.id })).room), room, 'RPC binary')
+  }
+})
+
 t.test('room validation: the same messages on both transports, nothing published', async (t) => {
   const owner = await signInPerson(s, 'validator')
   const mark = bus.mark()
