@@ -1,7 +1,11 @@
 // REST sign-in: the magic-link flow with the session cookie, logout, deletion; bad links.
 import t from 'tap'
+import { Code } from '@connectrpc/connect'
+import { createSigner } from 'fast-jwt'
+import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { lastMailTo, mailCount, movableClock, startApp, uniqueClientIp, uniqueEmail } from './helpers/app.js'
-import { signInWithCookie } from './helpers/sign-in.js'
+import { rpcClient, signInWithCookie } from './helpers/sign-in.js'
+import { rpcError } from './helpers/people.js'
 
 const clock = movableClock()
 const s = await startApp({}, { clock })
@@ -124,6 +128,24 @@ t.test('me without a cookie, with a forged one, with an expired one', async (t) 
   const expired = await me(cookie)
   t.equal(expired.statusCode, 401)
   t.equal(expired.json().error, 'Session expired')
+})
+
+t.test('a correctly signed token with claims this service never issues is refused, not a server error', async (t) => {
+  const sign = createSigner({ key: s.config.jwtSecret, algorithm: 'HS256' })
+  const exp = Math.floor(clock.now().getTime() / 1000) + 3600
+  const odd = [
+    { sub: 'user_x', sid: 'ses_\u0000x', exp },
+    { sub: 'user_x', sid: 'room_x', exp },
+    { sub: 'x\u0000', sid: 'ses_x', exp },
+    { sub: 'user_x', sid: `ses_${'x'.repeat(200)}`, exp }
+  ]
+  for (const claims of odd) {
+    const token = sign(claims)
+    const res = await me(token)
+    t.equal(res.statusCode, 401, JSON.stringify(claims))
+    t.equal(res.json().error, 'Unauthorized')
+    t.equal((await rpcError(rpcClient(s, AuthService, { token }).getMe({}))).code, Code.Unauthenticated)
+  }
 })
 
 t.test('logout clears the cookie and revokes the token', async (t) => {

@@ -2,6 +2,7 @@
 // user id (`sub`), the session id (`sid`) and an expiry. Validity also needs the session row.
 import { randomBytes } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
+import { isIdOf } from '../../infra/ids.js'
 
 export interface TokenClaims {
   sub: string
@@ -35,6 +36,9 @@ export function createTokenCodec (secret: string): TokenCodec {
         if (typeof claims !== 'object' || claims === null) return undefined
         const { sub, sid, exp } = claims as Record<string, unknown>
         if (typeof sub !== 'string' || typeof sid !== 'string' || typeof exp !== 'number') return undefined
+        // Only a holder of the secret can sign odd claims, but they must still never reach the
+        // database as ids (a NUL byte there is a query error, not "no such session").
+        if (!isIdOf('user', sub) || !isIdOf('ses', sid)) return undefined
         return { sub, sid, exp }
       } catch {
         return undefined
