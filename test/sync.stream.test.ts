@@ -207,6 +207,19 @@ t.test('stream caps: the 6th stream of a user and the 21st of an address get 429
   t.equal((await stream(t, { cookie: people[4]?.cookie })).status, 200, 'the same user from another address is fine')
 })
 
+t.test('HEAD answers the stream\'s headers at once, opens no stream and holds no slot', async (t) => {
+  const user = await signInPerson(s, 'head')
+  const head = async (): Promise<Response> => await fetch(`${s.url}/api/sync/subscribe`, { method: 'HEAD', headers: { cookie: `app_session=${user.cookie}`, 'x-forwarded-for': uniqueClientIp() }, signal: AbortSignal.timeout(2_000) })
+  for (let i = 0; i < 6; i++) {
+    const res = await head()
+    t.equal(res.status, 200)
+    t.equal(res.headers.get('content-type'), 'text/event-stream')
+  }
+  t.equal((await fetch(`${s.url}/api/sync/subscribe`, { method: 'HEAD' })).status, 401, 'signed out: 401, as GET')
+  const five = await Promise.all(Array.from({ length: 5 }, async () => await stream(t, { cookie: user.cookie })))
+  t.ok(five.every((o) => o.status === 200), 'after six HEADs, all five stream slots are still free')
+})
+
 /** Streams close asynchronously on the server: retry briefly until the expected status. */
 async function waitForStatus (t: Test, options: Parameters<typeof openStream>[1], status: number): Promise<SseStream> {
   for (let attempt = 0; ; attempt++) {

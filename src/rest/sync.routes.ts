@@ -15,6 +15,8 @@ import { actorOf } from './identity.js'
 const MAX_UNSENT_BYTES = 1 << 20
 /** How long an EventSource waits before reconnecting after the stream ends. */
 const RECONNECT_DELAY_MS = 2_000
+/** `x-accel-buffering: no` keeps a proxy such as nginx from holding events back. */
+const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
 
 export interface SyncRouteOptions {
   streams: StreamHub
@@ -44,6 +46,9 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
   return async function (app: FastifyInstance): Promise<void> {
     app.get('/subscribe', { config: { access: 'required', tier: 'exempt' } }, async (request, reply) => {
       const actor = actorOf(request)
+      // Fastify answers HEAD with this handler. A HEAD gets the stream's headers and no stream: Node
+      // writes no body for HEAD, so an opened stream would never flush and would hold a slot.
+      if (request.method === 'HEAD') return await reply.headers(STREAM_HEADERS).send()
       const admission = await caps.admit(actor.userId, request.ip)
       if (!admission.admitted) {
         const message = admission.limit === 'user'
@@ -56,12 +61,7 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
       // Headers set by the hooks so far (CORS for the configured origin) go out with the stream's own.
       const headers: OutgoingHttpHeaders = {}
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = typeof value === 'number' ? String(value) : value
-      Object.assign(headers, {
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no'
-      })
+      Object.assign(headers, STREAM_HEADERS, { connection: 'keep-alive' })
       reply.hijack()
       raw.writeHead(200, headers)
       raw.write(`retry: ${RECONNECT_DELAY_MS}\n: subscribed\n\n`)
