@@ -18,6 +18,7 @@ import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { healthRoute } from './health.routes.js'
+import { answerFrameworkError, MAX_PATH_PARAM_LENGTH } from './framework-errors.js'
 import { installNotFound } from './not-found.js'
 import { restApi } from './rest/index.js'
 import { rpcGateway } from './rpc/index.js'
@@ -45,7 +46,9 @@ export interface BuildOptions {
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel },
-    trustProxy: config.trustProxy
+    trustProxy: config.trustProxy,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    frameworkErrors: answerFrameworkError
   })
 
   const database = options.database ?? await openDatabase(config)

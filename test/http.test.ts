@@ -5,6 +5,7 @@ import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { startApp, uniqueClientIp, uniqueEmail } from './helpers/app.js'
 import { startFailingSmtp, startFakeSmtp } from './helpers/fake-smtp.js'
+import { rpcError } from './helpers/people.js'
 import { rpcClient, signInWithCookie } from './helpers/sign-in.js'
 
 const s = await startApp()
@@ -32,6 +33,39 @@ t.test('unknown routes answer JSON 404, wrong methods JSON 405', async (t) => {
   t.equal(wrong.statusCode, 405)
   t.equal(wrong.json().error, 'MethodNotAllowed')
   t.match(wrong.headers.allow, /GET/)
+})
+
+t.test('errors raised before any route answer in the envelope of the path\'s transport', async (t) => {
+  const { cookie } = await signInWithCookie(s)
+  const rest = async (url: string) => await s.app.inject({ method: 'GET', url, cookies: { app_session: cookie } })
+  const rpc = async (url: string, contentType: string, payload: string) => await s.app.inject({ method: 'POST', url, headers: { 'content-type': contentType }, payload })
+
+  for (const url of ['/api/rooms/%zz', '/api/rooms/%E0%A4%A', '/api/sparks/%']) {
+    const res = await rest(url)
+    t.equal(res.statusCode, 400, url)
+    t.same(res.json(), { error: 'BadRequest', message: 'The path is not valid percent-encoding.' })
+  }
+  const badRpcPath = await rpc('/rpc/%zz/Ping', 'application/json', '{}')
+  t.equal(badRpcPath.statusCode, 400)
+  t.same(badRpcPath.json(), { code: 'invalid_argument', message: 'The path is not valid percent-encoding.' })
+
+  // Ids up to the schemas' 200 characters reach the core, as through RPC: an unknown one is 404.
+  const longId = `room_${'x'.repeat(195)}`
+  t.equal((await rest(`/api/rooms/${longId}`)).statusCode, 404)
+  t.equal((await rpcError(rpcClient(s, RoomsService, { token: cookie }).getRoom({ roomId: longId }))).code, Code.NotFound)
+  const tooLong = await rest(`/api/rooms/${longId}x`)
+  t.equal(tooLong.statusCode, 400)
+  t.same(tooLong.json(), { error: 'BadRequest', message: 'A path segment is longer than 200 characters.' })
+
+  const unknownProcedure = await rpc('/rpc/app.auth.v1.AuthService/Nope', 'application/json', '{}')
+  t.equal(unknownProcedure.statusCode, 404)
+  t.same(unknownProcedure.json(), { code: 'unimplemented', message: 'No procedure POST /rpc/app.auth.v1.AuthService/Nope' })
+  const form = await rpc('/rpc/app.auth.v1.AuthService/Ping', 'application/x-www-form-urlencoded', 'message=hi')
+  t.equal(form.statusCode, 415)
+  t.match(form.json(), { code: 'invalid_argument', message: /application\/x-www-form-urlencoded is not served here/ })
+  const huge = await rpc('/rpc/app.auth.v1.AuthService/Ping', 'text/plain', 'x'.repeat(2_000_000))
+  t.equal(huge.statusCode, 413)
+  t.equal(huge.json().code, 'resource_exhausted')
 })
 
 t.test('REST CORS: only the configured origin, with credentials', async (t) => {

@@ -24,6 +24,7 @@ import { checkBinaryRequests } from './binary-requests.js'
 import { accessInterceptor } from './interceptors.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { httpRequestKey } from './context.js'
+import { installRpcErrorReplies } from './errors.js'
 import { encodeProtobufStringsWithBuffer } from './text-encoding.js'
 
 /** The largest request body the gateway reads (as Fastify's body limit on the REST API). */
@@ -49,6 +50,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     maxAge: 7200
   })
 
+  installRpcErrorReplies(app)
   encodeProtobufStringsWithBuffer()
   const binaryRequests = checkBinaryRequests(app, RPC_READ_MAX_BYTES)
 

@@ -1,0 +1,18 @@
+// Errors Fastify raises before routing (a path that is not valid percent-encoding, a path segment
+// longer than the router accepts) answer in the envelope of the transport the path belongs to:
+// Connect's error JSON under /rpc, the REST envelope everywhere else.
+import { Code } from '@connectrpc/connect'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { connectErrorJson } from './rpc/errors.js'
+
+/** The longest path segment the router accepts: ids are at most 200 characters (the core's id schemas),
+ *  so every id the core could answer for reaches it, through REST as through RPC. */
+export const MAX_PATH_PARAM_LENGTH = 200
+
+export function answerFrameworkError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    ? `A path segment is longer than ${MAX_PATH_PARAM_LENGTH} characters.`
+    : error.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoding.' : error.message
+  const body = request.url.startsWith('/rpc/') ? connectErrorJson(Code.InvalidArgument, message) : { error: 'BadRequest', message }
+  void reply.code(400).send(body)
+}
