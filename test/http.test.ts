@@ -1,7 +1,8 @@
 // The HTTP surface: health, unknown routes, CORS on both gateways, EXPOSE splits, failing dependencies.
 import t from 'tap'
+import { create, toBinary } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
-import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
+import { AuthService, PingRequestSchema } from '../src/gen/app/auth/v1/auth_pb.js'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { startApp, uniqueClientIp, uniqueEmail } from './helpers/app.js'
 import { startFailingSmtp, startFakeSmtp } from './helpers/fake-smtp.js'
@@ -112,6 +113,27 @@ t.test('many RPC calls in flight at once: no "possible memory leak" warning from
   t.equal((await Promise.all(calls)).length, 15, 'every call answered')
   await new Promise((resolve) => setImmediate(resolve))
   t.same(warnings.filter((name) => name === 'MaxListenersExceededWarning'), [])
+})
+
+t.test('deadlines longer than a Node timer holds are lowered to it: the call runs, no TimeoutOverflowWarning', async (t) => {
+  const warnings: string[] = []
+  const onWarning = (warning: Error): void => { warnings.push(warning.name) }
+  process.on('warning', onWarning)
+  t.teardown(() => { process.off('warning', onWarning) })
+  const ping = async (headers: Record<string, string>, payload: string | Buffer) =>
+    await s.app.inject({ method: 'POST', url: '/rpc/app.auth.v1.AuthService/Ping', headers: { 'x-forwarded-for': uniqueClientIp(), ...headers }, payload })
+
+  const connect = await ping({ 'content-type': 'application/json', 'connect-timeout-ms': '9999999999' }, '{"message":"late"}')
+  t.equal(connect.statusCode, 200)
+  t.equal(connect.json().message, 'late')
+  const message = Buffer.from(toBinary(PingRequestSchema, create(PingRequestSchema, { message: 'late' })))
+  const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message])
+  const grpcWeb = await ping({ 'content-type': 'application/grpc-web+proto', 'grpc-timeout': '99999999H' }, envelope)
+  t.equal(grpcWeb.statusCode, 200)
+  t.match(grpcWeb.rawPayload.toString('latin1'), /grpc-status:\s*0/)
+  t.equal((await ping({ 'content-type': 'application/json', 'connect-timeout-ms': '99999999999' }, '{}')).json().code, 'invalid_argument', 'eleven digits are still refused')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(warnings.filter((name) => name === 'TimeoutOverflowWarning'), [])
 })
 
 t.test('EXPOSE=public serves the RPC gateway and /health only', async (t) => {

@@ -24,6 +24,7 @@ import { checkBinaryRequests } from './binary-requests.js'
 import { accessInterceptor } from './interceptors.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { httpRequestKey } from './context.js'
+import { clampDeadlines } from './deadlines.js'
 import { installRpcErrorReplies } from './errors.js'
 import { encodeProtobufStringsWithBuffer } from './text-encoding.js'
 
@@ -51,6 +52,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
   })
 
   installRpcErrorReplies(app)
+  clampDeadlines(app)
   encodeProtobufStringsWithBuffer()
   const binaryRequests = checkBinaryRequests(app, RPC_READ_MAX_BYTES)
 
