@@ -20,7 +20,7 @@ import { canvasService } from './canvas.service.js'
 import { roomsService } from './rooms.service.js'
 import { sparksService } from './sparks.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
-import { checkBinaryRequests } from './binary-requests.js'
+import { checkRequestBodies } from './request-bodies.js'
 import { accessInterceptor } from './interceptors.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { httpRequestKey } from './context.js'
@@ -54,7 +54,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
   installRpcErrorReplies(app)
   clampDeadlines(app)
   encodeProtobufStringsWithBuffer()
-  const binaryRequests = checkBinaryRequests(app, RPC_READ_MAX_BYTES)
+  const bodyChecks = checkRequestBodies(app, RPC_READ_MAX_BYTES)
 
   const routes = (router: ConnectRouter): void => {
     router.service(AuthService, authService(core))
@@ -68,7 +68,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     router.service(UsersService, {})
     router.service(ShelvesService, {})
     // Every method the router serves, and only those, has its binary request bodies checked.
-    binaryRequests.serve(router.handlers)
+    bodyChecks.serve(router.handlers)
   }
 
   // Calls in flight when the server closes get 5 s to finish, then are aborted. This is

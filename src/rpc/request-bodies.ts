@@ -1,0 +1,170 @@
+// Connect answers `internal` (HTTP 500, or grpc-status 13), as if the server had failed, to request
+// bodies that are the client's mistake: a binary body that is not a valid message of its method, a
+// compressed body that does not decompress (not brotli, or gzip cut short), and a gRPC / gRPC-Web
+// message flagged compressed when no grpc-encoding says how. Here such a body is found first and
+// reported as `invalid_argument`; one that decompresses past the gateway's size limit is
+// `resource_exhausted`, as Connect says itself. Connect reads the request body from the Node request
+// as an async iterable; for a unary call that iterable is replaced by one that reads the whole body
+// (at most the size limit), checks it once, and either yields it unchanged (Connect then decompresses
+// and parses it again, itself) or throws the Connect error, which Connect's handler then sends as the
+// reply in the caller's protocol.
+// Connect unary bodies are one bare message, compressed as Content-Encoding says. gRPC and gRPC-Web
+// bodies are enveloped messages (1 flag byte, 4 bytes of big-endian length, the message), each
+// flagged compressed or not, all with the request's grpc-encoding. Binary messages are decompressed
+// and parsed; JSON ones only decompressed, as Connect reports bad JSON as `invalid_argument` itself.
+// An encoding the gateway does not accept is left to Connect, which refuses it (`unimplemented`)
+// before it reads the body.
+import { promisify } from 'node:util'
+import { brotliDecompress, gunzip } from 'node:zlib'
+import { fromBinary, type DescMessage } from '@bufbuild/protobuf'
+import { Code, ConnectError } from '@connectrpc/connect'
+import type { UniversalHandler } from '@connectrpc/connect/protocol'
+import type { FastifyInstance } from 'fastify'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+
+const CONNECT_UNARY = /^application\/(proto|json)\s*(;|$)/i
+const ENVELOPED = /^application\/grpc(-web)?(\+(proto|json))?\s*(;|$)/i
+const JSON_MESSAGES = /^application\/((grpc(-web)?\+)?json)\s*(;|$)/i
+const COMPRESSED_FLAG = 0b1
+
+type Framing = 'bare' | 'enveloped'
+
+interface Compression {
+  name: string
+  decompress: (bytes: Buffer, options: { maxOutputLength: number }) => Promise<Buffer>
+}
+
+/** The encodings the gateway accepts: Connect's defaults, with the same zlib functions. */
+const COMPRESSIONS = new Map<string, Compression>([
+  ['gzip', { name: 'gzip', decompress: promisify(gunzip) }],
+  ['br', { name: 'br', decompress: promisify(brotliDecompress) }]
+])
+
+/** What a request body holds, so far as the check needs to know. */
+interface Body {
+  framing: Framing
+  /** Protobuf binary messages, parsed here; JSON ones are only decompressed. */
+  binary: boolean
+  /** How compressed messages are compressed; undefined when the request names no encoding. */
+  compression: Compression | undefined
+}
+
+interface Message {
+  bytes: Buffer
+  compressed: boolean
+}
+
+export interface RequestBodyCheck {
+  /** Checks the bodies of these methods: the handlers the Connect router serves. */
+  serve (handlers: readonly UniversalHandler[]): void
+}
+
+export function checkRequestBodies (app: FastifyInstance, readMaxBytes: number): RequestBodyCheck {
+  const inputs = new Map<string, DescMessage>()
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    const input = inputs.get(request.routeOptions.url ?? '')
+    const body = input !== undefined ? bodyOf(request.headers) : undefined
+    if (input !== undefined && body !== undefined) checkedBody(request.raw, input, body, readMaxBytes)
+    done()
+  })
+
+  return {
+    serve (handlers) {
+      for (const handler of handlers) inputs.set(`${app.prefix}${handler.requestPath}`, handler.method.input)
+    }
+  }
+}
+
+/** The body to check, or undefined when there is nothing Connect would misreport. */
+function bodyOf (headers: IncomingHttpHeaders): Body | undefined {
+  const contentType = headers['content-type'] ?? ''
+  const framing = CONNECT_UNARY.test(contentType) ? 'bare' : ENVELOPED.test(contentType) ? 'enveloped' : undefined
+  if (framing === undefined) return undefined
+  // Connect unary names its compression in Content-Encoding, gRPC and gRPC-Web in grpc-encoding.
+  const encoding = headers[framing === 'bare' ? 'content-encoding' : 'grpc-encoding'] ?? 'identity'
+  const compression = typeof encoding === 'string' ? COMPRESSIONS.get(encoding) : undefined
+  if (encoding !== 'identity' && compression === undefined) return undefined
+  const binary = !JSON_MESSAGES.test(contentType)
+  // An uncompressed Connect JSON body is Connect's to check; its parse errors are invalid_argument.
+  if (framing === 'bare' && !binary && compression === undefined) return undefined
+  return { framing, binary, compression }
+}
+
+/** The messages of a body. A truncated envelope is left for Connect to report. */
+function messagesOf (body: Buffer, { framing, compression }: Body): Message[] {
+  if (framing === 'bare') return [{ bytes: body, compressed: compression !== undefined }]
+  const messages: Message[] = []
+  let offset = 0
+  while (offset + 5 <= body.length) {
+    const flags = body.readUInt8(offset)
+    const length = body.readUInt32BE(offset + 1)
+    const end = offset + 5 + length
+    if (end > body.length) break
+    messages.push({ bytes: body.subarray(offset + 5, end), compressed: (flags & COMPRESSED_FLAG) !== 0 })
+    offset = end
+  }
+  return messages
+}
+
+function checkedBody (raw: IncomingMessage, input: DescMessage, body: Body, readMaxBytes: number): void {
+  const chunks = raw[Symbol.asyncIterator].bind(raw)
+  Object.defineProperty(raw, Symbol.asyncIterator, {
+    configurable: true,
+    value: async function * (): AsyncGenerator<Uint8Array> {
+      const received: Buffer[] = []
+      let size = 0
+      for await (const chunk of chunks()) {
+        size += (chunk as Buffer).length
+        if (size > readMaxBytes) {
+          throw new ConnectError(`message size ${size} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted)
+        }
+        received.push(chunk as Buffer)
+      }
+      const bytes = Buffer.concat(received)
+      for (const message of messagesOf(bytes, body)) {
+        const plain = message.compressed ? await decompressed(message.bytes, input, body.compression, readMaxBytes) : message.bytes
+        if (body.binary) parse(plain, input)
+      }
+      yield bytes
+    }
+  })
+}
+
+function parse (bytes: Buffer, input: DescMessage): void {
+  try {
+    fromBinary(input, bytes)
+  } catch (error) {
+    throw new ConnectError(`cannot decode message ${input.typeName} from binary: ${error instanceof Error ? error.message : String(error)}`, Code.InvalidArgument)
+  }
+}
+
+async function decompressed (bytes: Buffer, input: DescMessage, compression: Compression | undefined, readMaxBytes: number): Promise<Buffer> {
+  if (compression === undefined) {
+    throw new ConnectError(`message ${input.typeName} is flagged compressed, but the request names no grpc-encoding`, Code.InvalidArgument)
+  }
+  // Connect takes empty compressed bytes for an empty message, without decompressing them.
+  if (bytes.length === 0) return bytes
+  try {
+    return await compression.decompress(bytes, { maxOutputLength: readMaxBytes })
+  } catch (error) {
+    throw decompressionError(error, input, compression, readMaxBytes)
+  }
+}
+
+/** Bytes that are not gzip (Z_DATA_ERROR) or brotli (ERR__ERROR_FORMAT_…), or end too soon (Z_BUF_ERROR). */
+function isBadData (code: unknown): boolean {
+  return code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR' || (typeof code === 'string' && code.includes('_ERROR_FORMAT_'))
+}
+
+/** The client's mistakes as Connect errors; any other failure (out of memory) is the server's, `internal`. */
+function decompressionError (error: unknown, input: DescMessage, compression: Compression, readMaxBytes: number): unknown {
+  const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined
+  if (code === 'ERR_BUFFER_TOO_LARGE') {
+    return new ConnectError(`message ${input.typeName} is larger than configured readMaxBytes ${readMaxBytes} after decompression`, Code.ResourceExhausted)
+  }
+  if (isBadData(code)) {
+    return new ConnectError(`cannot decompress message ${input.typeName} with ${compression.name}: ${(error as Error).message}`, Code.InvalidArgument)
+  }
+  return error
+}
