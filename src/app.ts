@@ -20,6 +20,7 @@ import { createStorage } from './infra/storage.js'
 import { healthRoute } from './health.routes.js'
 import { answerFrameworkError, MAX_PATH_PARAM_LENGTH } from './framework-errors.js'
 import { installNotFound } from './not-found.js'
+import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { rpcGateway } from './rpc/index.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
@@ -118,6 +119,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   if (servesRest) probes.storage = { essential: true, check: async () => { await storage.probe(); return 'healthy' } }
 
   await app.register(cookie)
+  // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.
+  installRestErrorHandler(app)
   installNotFound(app)
   await app.register(healthRoute(probes, deps.clock, servesRest))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })

@@ -67,6 +67,13 @@ t.test('errors raised before any route answer in the envelope of the path\'s tra
   const huge = await rpc('/rpc/app.auth.v1.AuthService/Ping', 'text/plain', 'x'.repeat(2_000_000))
   t.equal(huge.statusCode, 413)
   t.equal(huge.json().code, 'resource_exhausted')
+
+  // Outside /api and /rpc too: the REST envelope, never Fastify's own error body.
+  for (const url of ['/health', '/nothing-here']) {
+    const query = await s.app.inject({ method: 'QUERY', url })
+    t.equal(query.statusCode, 400, url)
+    t.same(Object.keys(query.json()).sort(), ['error', 'message'])
+  }
 })
 
 t.test('REST CORS: only the configured origin, with credentials', async (t) => {

@@ -6,7 +6,6 @@ import type { Core } from '../core/index.js'
 import { authRoutes } from './auth.routes.js'
 import { canvasRoutes } from './canvas.routes.js'
 import { cursorRoutes } from './cursor.routes.js'
-import { installRestErrorHandler } from './errors.js'
 import { roomRoutes } from './rooms.routes.js'
 import { sparkRoutes } from './sparks.routes.js'
 import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
@@ -30,7 +29,6 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
     exposedHeaders: ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
   })
   app.setValidatorCompiler(typeBoxValidatorCompiler)
-  installRestErrorHandler(app)
   installRequestGate(app, core, limiter)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
   await app.register(roomRoutes(core), { prefix: '/rooms' })
