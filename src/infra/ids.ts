@@ -5,7 +5,7 @@ export function newId (prefix: string): string {
   return `${prefix}_${randomBytes(16).toString('base64url')}`
 }
 
-/** Whether `value` has the shape of an id `newId(prefix)` makes (any length of base64url). */
+/** Whether `value` has the shape of an id `newId(prefix)` makes: the prefix, `_`, base64url; at most 100 characters. */
 export function isIdOf (prefix: string, value: string): boolean {
   return value.length <= 100 && value.startsWith(`${prefix}_`) && /^[A-Za-z0-9_-]+$/.test(value.slice(prefix.length + 1))
 }
