@@ -11,6 +11,13 @@ import type { Core } from './core/index.js'
 import { rateLimitedError, rateLimitHeaders, type Limiter } from './ratelimit/limiter.js'
 import type { Tier } from './ratelimit/tiers.js'
 
+/** The token of an `Authorization: Bearer <token>` header; undefined for any other or an empty one. */
+export function bearerTokenOf (header: string | null | undefined): string | undefined {
+  if (header === null || header === undefined || !/^Bearer\s+/i.test(header)) return undefined
+  const token = header.replace(/^Bearer\s+/i, '').trim()
+  return token === '' ? undefined : token
+}
+
 /** public: no identity needed; optional: identity used when valid; required: refused without it. */
 export type Access = 'public' | 'optional' | 'required'
 

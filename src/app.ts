@@ -22,7 +22,7 @@ import { answerFrameworkError, MAX_PATH_PARAM_LENGTH } from './framework-errors.
 import { installNotFound } from './not-found.js'
 import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
-import { rpcGateway } from './rpc/index.js'
+import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
 
 declare module 'fastify' {
@@ -124,6 +124,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   installNotFound(app)
   await app.register(healthRoute(probes, deps.clock, servesRest))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
-  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: '/rpc', core, config, limiter })
+  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter })
   return app
 }

@@ -4,6 +4,7 @@
 import { Code } from '@connectrpc/connect'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { connectErrorJson } from './rpc/errors.js'
+import { RPC_PREFIX } from './rpc/index.js'
 
 /** The longest path segment the router accepts: ids are at most 200 characters (the core's id schemas),
  *  so every id the core could answer for reaches it, through REST as through RPC. */
@@ -13,6 +14,6 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
   const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
     ? `A path segment is longer than ${MAX_PATH_PARAM_LENGTH} characters.`
     : error.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoding.' : error.message
-  const body = request.url.startsWith('/rpc/') ? connectErrorJson(Code.InvalidArgument, message) : { error: 'BadRequest', message }
+  const body = request.url.startsWith(`${RPC_PREFIX}/`) ? connectErrorJson(Code.InvalidArgument, message) : { error: 'BadRequest', message }
   void reply.code(400).send(body)
 }

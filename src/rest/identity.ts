@@ -1,15 +1,14 @@
 // Who is calling a REST route: a session cookie, or a Bearer token for non-browser clients such as
 // the desktop app's event stream. src/rest/request-gate.ts admits the request with it.
 import type { FastifyRequest } from 'fastify'
+import { bearerTokenOf } from '../admission.js'
 import { AppError } from '../core/errors.js'
 import { SESSION_COOKIE } from './route-config.js'
 
 export function credentialOf (request: FastifyRequest): string | undefined {
   const cookie = request.cookies[SESSION_COOKIE]
   if (cookie !== undefined && cookie !== '') return cookie
-  const header = request.headers.authorization
-  if (header !== undefined && /^Bearer\s+/i.test(header)) return header.replace(/^Bearer\s+/i, '').trim()
-  return undefined
+  return bearerTokenOf(request.headers.authorization)
 }
 
 /** The caller of a route declared `access: 'required'` (the gate has already refused anonymous calls). */

@@ -28,6 +28,9 @@ import { clampDeadlines } from './deadlines.js'
 import { installRpcErrorReplies } from './errors.js'
 import { encodeProtobufStringsWithBuffer } from './text-encoding.js'
 
+/** Where the gateway is served: every procedure is `/rpc/<package>.<Service>/<Method>`. */
+export const RPC_PREFIX = '/rpc'
+
 /** The largest request body the gateway reads (as Fastify's body limit on the REST API). */
 export const RPC_READ_MAX_BYTES = 1024 * 1024
 
@@ -67,7 +70,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     router.service(RtcService, {})
     router.service(UsersService, {})
     router.service(ShelvesService, {})
-    // Every method the router serves, and only those, has its binary request bodies checked.
+    // Every method the router serves, and only those, has its request bodies checked.
     bodyChecks.serve(router.handlers)
   }
 

@@ -3,18 +3,12 @@
 // headers onto the reply or the error, and any error leaving a handler is translated to the Connect
 // error model.
 import type { Interceptor } from '@connectrpc/connect'
-import { admit } from '../admission.js'
+import { admit, bearerTokenOf } from '../admission.js'
 import type { Core } from '../core/index.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { policyOf } from './access.js'
 import { actorKey, httpRequestKey } from './context.js'
 import { toConnectError } from './errors.js'
-
-function bearerOf (header: string | null): string | undefined {
-  if (header === null || !/^Bearer\s+/i.test(header)) return undefined
-  const token = header.replace(/^Bearer\s+/i, '').trim()
-  return token === '' ? undefined : token
-}
 
 export function accessInterceptor (core: Core, limiter: Limiter | undefined, logError: (error: unknown) => void): Interceptor {
   return (next) => async (request) => {
@@ -26,7 +20,7 @@ export function accessInterceptor (core: Core, limiter: Limiter | undefined, log
       const admission = await admit(core, limiter, {
         access,
         tier,
-        credential: bearerOf(request.header.get('authorization')),
+        credential: bearerTokenOf(request.header.get('authorization')),
         http,
         credentialRequired: 'A Bearer token is required.'
       })
