@@ -2,9 +2,10 @@
 // without credentials. One file per service maps messages to core calls.
 import { setMaxListeners } from 'node:events'
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify'
-import { Code, ConnectError, createContextValues, type ConnectRouter } from '@connectrpc/connect'
+import { Code, ConnectError, createContextValues, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from '@connectrpc/connect'
+import { compressionBrotli, compressionGzip } from '@connectrpc/connect-node'
 import cors from '@fastify/cors'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import type { Core } from '../core/index.js'
 import { CanvasService } from '../gen/app/canvas/v1/canvas_pb.js'
@@ -21,6 +22,7 @@ import { roomsService } from './rooms.service.js'
 import { sparksService } from './sparks.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
 import { checkRequestBodies } from './request-bodies.js'
+import { connectUnaryRoutes, serviceRoute, type ServiceRoute } from './connect-unary.js'
 import { accessInterceptor } from './interceptors.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { httpRequestKey } from './context.js'
@@ -59,17 +61,20 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
   encodeProtobufStringsWithBuffer()
   const bodyChecks = checkRequestBodies(app, RPC_READ_MAX_BYTES)
 
-  const routes = (router: ConnectRouter): void => {
-    router.service(AuthService, authService(core))
+  const services: ServiceRoute[] = [
+    serviceRoute(AuthService, authService(core)),
+    serviceRoute(RoomsService, roomsService(core)),
+    serviceRoute(SparksService, sparksService(core)),
+    serviceRoute(CanvasService, canvasService(core)),
     // Declared now so clients generate from one tree; methods not implemented yet answer UNIMPLEMENTED.
-    router.service(RoomsService, roomsService(core))
-    router.service(SparksService, sparksService(core))
-    router.service(CanvasService, canvasService(core))
-    router.service(OfficesService, {})
-    router.service(PassportService, {})
-    router.service(RtcService, {})
-    router.service(UsersService, {})
-    router.service(ShelvesService, {})
+    serviceRoute(OfficesService, {}),
+    serviceRoute(PassportService, {}),
+    serviceRoute(RtcService, {}),
+    serviceRoute(UsersService, {}),
+    serviceRoute(ShelvesService, {})
+  ]
+  const routes = (router: ConnectRouter): void => {
+    for (const service of services) service.register(router)
     // Every method the router serves, and only those, has its request bodies checked.
     bodyChecks.serve(router.handlers)
   }
@@ -84,14 +89,19 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     setTimeout(() => { shutdown.abort(new ConnectError('the server is shutting down', Code.Unavailable)) }, SHUTDOWN_GRACE_MS).unref()
   })
 
-  await app.register(fastifyConnectPlugin, {
-    routes,
+  const connect: ConnectRouterOptions = {
     interceptors: [accessInterceptor(core, limiter, (error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
-    // The limiter reads the client address (socket, trusted forwarding headers) from the Fastify request.
-    contextValues: (request) => createContextValues().set(httpRequestKey, request),
     // SPEC: false booleans and zero numbers are still present in JSON replies.
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: RPC_READ_MAX_BYTES,
+    // connect-fastify's default; the plain unary routes negotiate reply compression from the same list.
+    acceptCompression: [compressionGzip, compressionBrotli],
     shutdownSignal: shutdown.signal
-  })
+  }
+  // The limiter reads the client address (socket, trusted forwarding headers) from the Fastify request.
+  const contextValues = (request: FastifyRequest): ContextValues => createContextValues().set(httpRequestKey, request)
+
+  // Plain Connect unary calls take the routes of connect-unary.ts; the rest goes to connect-fastify.
+  await connectUnaryRoutes(app, { services, connect, contextValues })
+  await app.register(fastifyConnectPlugin, { ...connect, routes, contextValues })
 }

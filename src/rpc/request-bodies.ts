@@ -16,7 +16,7 @@
 // before it reads the body.
 import { promisify } from 'node:util'
 import { brotliDecompress, gunzip } from 'node:zlib'
-import { fromBinary, type DescMessage } from '@bufbuild/protobuf'
+import { fromBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 import type { UniversalHandler } from '@connectrpc/connect/protocol'
 import type { FastifyInstance } from 'fastify'
@@ -63,6 +63,8 @@ export function checkRequestBodies (app: FastifyInstance, readMaxBytes: number):
   const inputs = new Map<string, DescMessage>()
 
   app.addHook('onRequest', (request, _reply, done) => {
+    // Plain Connect unary calls (src/rpc/connect-unary.ts) decode their own bodies.
+    if (request.routeOptions.config.connectUnary === true) { done(); return }
     const input = inputs.get(request.routeOptions.url ?? '')
     const body = input !== undefined ? bodyOf(request.headers) : undefined
     if (input !== undefined && body !== undefined) checkedBody(request.raw, input, body, readMaxBytes)
@@ -116,24 +118,28 @@ function checkedBody (raw: IncomingMessage, input: DescMessage, body: Body, read
       let size = 0
       for await (const chunk of chunks()) {
         size += (chunk as Buffer).length
-        if (size > readMaxBytes) {
-          throw new ConnectError(`message size ${size} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted)
-        }
+        if (size > readMaxBytes) throw readLimitError(size, readMaxBytes)
         received.push(chunk as Buffer)
       }
       const bytes = Buffer.concat(received)
       for (const message of messagesOf(bytes, body)) {
         const plain = message.compressed ? await decompressed(message.bytes, input, body.compression, readMaxBytes) : message.bytes
-        if (body.binary) parse(plain, input)
+        if (body.binary) decodeBinaryMessage(plain, input)
       }
       yield bytes
     }
   })
 }
 
-function parse (bytes: Buffer, input: DescMessage): void {
+/** A body past the gateway's size limit, in Connect's words. */
+export function readLimitError (size: number | undefined, readMaxBytes: number): ConnectError {
+  return new ConnectError(`message size ${size ?? '(unknown)'} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted)
+}
+
+/** A binary message of the method; bytes that do not decode are `invalid_argument`. */
+export function decodeBinaryMessage<Desc extends DescMessage> (bytes: Uint8Array, input: Desc): MessageShape<Desc> {
   try {
-    fromBinary(input, bytes)
+    return fromBinary(input, bytes)
   } catch (error) {
     throw new ConnectError(`cannot decode message ${input.typeName} from binary: ${error instanceof Error ? error.message : String(error)}`, Code.InvalidArgument)
   }
