@@ -32,7 +32,7 @@ const scenarios: Array<[string, Parameters<typeof measure>[0]]> = [
   ['raw node:http baseline', { url: `${raw.url}/` }],
   ['GET /api/auth/me (cookie)', { url: `${service.url}/api/auth/me`, headers: auth }],
   ['bare Fastify POST route (no app code)', { url: `${frameworks.url}/ping`, method: 'POST', headers: json, body: ping }],
-  ['bare Connect JSON method (no app code)', { url: `${frameworks.url}/rpc/app.auth.v1.AuthService/Ping`, method: 'POST', headers: json, body: ping }],
+  ['bare connect-fastify JSON method (no app code)', { url: `${frameworks.url}/rpc/app.auth.v1.AuthService/Ping`, method: 'POST', headers: json, body: ping }],
   ['GET /health', { url: `${service.url}/health` }],
   ['RPC GetMe (JSON)', { url: `${service.url}/rpc/app.auth.v1.AuthService/GetMe`, method: 'POST', headers: { ...json, ...bearer }, body: '{}' }],
   // An empty GetMeRequest encodes to zero bytes.
@@ -75,7 +75,7 @@ console.log(`\ndatabase: ${process.env.DATABASE_URL === undefined ? 'PGlite (emb
 for (const [name] of scenarios) console.log(row(name, typical(name), name === baseline ? undefined : ratio(name, baseline)))
 console.log(`\nRPC GetRoom JSON / REST GetRoom: ${ratio('RPC GetRoom (JSON)', 'GET /api/rooms/:roomId').toFixed(2)}× (goal ≥ 0.8)`)
 console.log(`RPC GetRoom binary / JSON:       ${ratio('RPC GetRoom (binary)', 'RPC GetRoom (JSON)').toFixed(2)}× (goal ≥ 1)`)
-console.log(`bare Connect / bare Fastify:      ${ratio('bare Connect JSON method (no app code)', 'bare Fastify POST route (no app code)').toFixed(2)}× (the libraries alone: the ceiling for RPC / REST)`)
+console.log(`bare connect-fastify / Fastify:  ${ratio('bare connect-fastify JSON method (no app code)', 'bare Fastify POST route (no app code)').toFixed(2)}× (the libraries alone; plain Connect unary calls bypass connect-fastify, src/rpc/connect-unary.ts)`)
 console.log(`GET /api/auth/me / raw:          ${ratio('GET /api/auth/me (cookie)', baseline).toFixed(2)}× (goal ≥ 0.5 on Postgres)`)
 console.log(`per-round ratios, /me / raw:     ${roundsOf('GET /api/auth/me (cookie)').map((m, i) => (m.rps / (roundsOf(baseline)[i]?.rps ?? NaN)).toFixed(2)).join(', ')}`)
 console.log(`per-round ratios, GetRoom JSON / REST: ${roundsOf('RPC GetRoom (JSON)').map((m, i) => (m.rps / (roundsOf('GET /api/rooms/:roomId')[i]?.rps ?? NaN)).toFixed(2)).join(', ')}`)

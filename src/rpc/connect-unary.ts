@@ -11,8 +11,10 @@
 // spec asks RPC for ≥ 0.8× the REST throughput. Only the transport glue is ours: the content types,
 // the serialization, the compression negotiation, the interceptors and the call of the
 // implementation, the error JSON and the HTTP status of each code are Connect's own functions, with
-// the same options as the connect-fastify routes. test/rpc-connect-unary.test.ts sends the same calls
-// down both ways and compares the answers.
+// the same options as the connect-fastify routes. Some of them (invokeUnaryImplementation, the
+// serialization lookup) are exported for adapters but marked internal, outside semver: the lockfile
+// pins Connect, and test/rpc-connect-unary.test.ts, which sends the same calls down both ways and
+// compares the answers, is what tells whether an upgrade changed them.
 //
 // One difference: the HandlerContext here is built by hand, and its signal is never aborted
 // (Connect's createHandlerContext links a new one to the client's connection and to the shutdown
