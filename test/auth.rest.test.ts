@@ -130,6 +130,30 @@ t.test('me without a cookie, with a forged one, with an expired one', async (t) 
   t.equal(expired.json().error, 'Session expired')
 })
 
+t.test('a token already accepted stays checked: altered copies are refused, expiry still applies', async (t) => {
+  const { cookie } = await signInWithCookie(s)
+  t.equal((await me(cookie)).statusCode, 200, 'accepted once (now remembered as verified)')
+  const [header, payload, signature] = cookie.split('.') as [string, string, string]
+  const flip = (text: string, at: number) => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1)
+  const altered = [
+    `${header}.${payload}.${flip(signature, 10)}`,
+    `${header}.${flip(payload, 10)}.${signature}`,
+    `${header}.${payload}.`,
+    `${cookie}x`,
+    ` ${cookie}`
+  ]
+  for (const token of altered) {
+    const res = await me(token)
+    t.equal(res.statusCode, 401, token)
+    t.equal(res.json().error, 'Unauthorized')
+  }
+  t.equal((await me(cookie)).statusCode, 200, 'the original still works')
+  clock.advance(30 * 24 * 3600_000 + 1000)
+  const expired = await me(cookie)
+  t.equal(expired.statusCode, 401)
+  t.equal(expired.json().error, 'Session expired')
+})
+
 t.test('a correctly signed token with claims this service never issues is refused, not a server error', async (t) => {
   const sign = createSigner({ key: s.config.jwtSecret, algorithm: 'HS256' })
   const exp = Math.floor(clock.now().getTime() / 1000) + 3600
