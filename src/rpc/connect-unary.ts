@@ -16,10 +16,11 @@
 // pins Connect, and test/rpc-connect-unary.test.ts, which sends the same calls down both ways and
 // compares the answers, is what tells whether an upgrade changed them.
 //
-// One difference: the HandlerContext here is built by hand, and its signal is never aborted
+// Two differences, both in the HandlerContext, built here by hand. Its signal is never aborted
 // (Connect's createHandlerContext links a new one to the client's connection and to the shutdown
-// signal, 20 µs a call on our machines, and aborts it when the call ends). No implementation in this
-// service watches the signal, and Fastify's close() waits for these calls to finish.
+// signal, 20 µs a call on our machines, and aborts it when the call ends): no implementation in this
+// service watches the signal, and Fastify's close() waits for these calls to finish. Its headers are
+// CallHeaders (call-headers.ts), which skip undici's second check of what Node already checked.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { DescMethod, DescService } from '@bufbuild/protobuf'
 import {
@@ -31,6 +32,7 @@ import {
   codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes, parseContentType, trailerMux
 } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { CallHeaders } from './call-headers.js'
 import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
 
 /** A service and its implementation, for the Connect router and for the routes here. */
@@ -130,13 +132,13 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       method,
       protocolName: 'connect',
       requestMethod: 'POST',
-      // Read by no implementation here; built only if one asks.
-      get url () { return `${request.protocol}://${request.host}${request.url}` },
+      // A plain property: Connect copies the context with Object.assign, which is slow past a getter.
+      url: `${request.protocol}://${request.host}${request.url}`,
       signal: NEVER_ABORTED,
       timeoutMs: () => undefined,
-      requestHeader: new Headers(headerPairs(request.headers)),
-      responseHeader: new Headers({ 'content-type': binary ? contentTypeUnaryProto : contentTypeUnaryJson }),
-      responseTrailer: new Headers(),
+      requestHeader: CallHeaders.fromNode(request.headers),
+      responseHeader: new CallHeaders({ 'content-type': binary ? contentTypeUnaryProto : contentTypeUnaryJson }),
+      responseTrailer: new CallHeaders(),
       values: contextValues(request)
     }
   }
@@ -179,16 +181,6 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
   }
 
   return { call, error }
-}
-
-/** Node's request headers for the call's Headers (a repeated header once per value, as connect-node does). */
-function headerPairs (headers: IncomingHttpHeaders): Array<[string, string]> {
-  const pairs: Array<[string, string]> = []
-  for (const [name, value] of Object.entries(headers)) {
-    if (typeof value === 'string') pairs.push([name, value])
-    else if (value !== undefined) for (const item of value) pairs.push([name, item])
-  }
-  return pairs
 }
 
 /** The body length the client declared (none for a chunked body). */
