@@ -97,6 +97,22 @@ t.test('requests counted in one batch to Redis each get their own count', async 
   for (const [earlier, ip] of ips.entries()) for (let i = 0; i < earlier; i++) await requestLogin(b, ip)
   const answers = await Promise.all(ips.map(async (ip) => await requestLogin(a, ip)))
   t.same(answers.map((x) => x.remaining), ['9', '8', '7'])
+
+  // One address three times, and a route of another tier (standard: 2 s window here), together.
+  const ip = uniqueClientIp()
+  const [first, second, third, authorize] = await Promise.all([
+    requestLogin(a, ip), requestLogin(a, ip), requestLogin(a, ip),
+    a.app.inject({ method: 'GET', url: '/api/auth/authorize?token=none', headers: { 'x-forwarded-for': ip } })
+  ])
+  t.same([first, second, third].map((x) => x?.remaining).sort(), ['7', '8', '9'], 'the same key counted once per request')
+  t.equal(authorize?.headers['ratelimit-remaining'], '4', 'the standard tier has its own count')
+  if (inspect.status !== 'ready') await inspect.connect()
+  t.equal(await inspect.get(`${prefix}strict:ip:${ip}`), '3')
+  t.equal(await inspect.get(`${prefix}standard:ip:${ip}`), '1')
+  const strictTtl = await inspect.pttl(`${prefix}strict:ip:${ip}`)
+  const standardTtl = await inspect.pttl(`${prefix}standard:ip:${ip}`)
+  t.ok(strictTtl > 2_000 && strictTtl <= 60_000, `the strict key expires with its 1-minute window (${strictTtl} ms)`)
+  t.ok(standardTtl > 0 && standardTtl <= 2_000, `the standard key with its 2 s window (${standardTtl} ms)`)
 })
 
 /** Keeps the Redis server busy for ARGV[1] microseconds: slow, but answering within the client's command timeout. */
