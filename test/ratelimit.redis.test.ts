@@ -115,6 +115,19 @@ t.test('requests counted in one batch to Redis each get their own count', async 
   t.ok(standardTtl > 0 && standardTtl <= 2_000, `the standard key with its 2 s window (${standardTtl} ms)`)
 })
 
+t.test('Redis lost its scripts (SCRIPT FLUSH, as after a failover): counting stays shared', async (t) => {
+  if (inspect.status !== 'ready') await inspect.connect()
+  const ip = uniqueClientIp()
+  t.equal((await requestLogin(a, ip)).remaining, '9')
+  t.equal((await requestLogin(b, ip)).remaining, '8')
+  t.equal(await inspect.script('FLUSH'), 'OK')
+  // Each instance's next call finds its script gone (NOSCRIPT) and sends it again.
+  t.equal((await requestLogin(a, ip)).remaining, '7', 'instance A reads the shared count')
+  t.equal((await requestLogin(b, ip)).remaining, '6', 'and so does instance B')
+  t.equal(await inspect.get(`${prefix}strict:ip:${ip}`), '4', 'every request counted once in Redis')
+  t.equal((await health(a)).cache, 'healthy', 'no fallback to memory')
+})
+
 /** Keeps the Redis server busy for ARGV[1] microseconds: slow, but answering within the client's command timeout. */
 const BUSY_SCRIPT = `
 local started = redis.call('TIME')

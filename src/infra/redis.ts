@@ -4,6 +4,14 @@ import { Redis } from 'ioredis'
 
 export const REDIS_COMMAND_TIMEOUT_MS = 50
 
+/**
+ * The rate limiter's script command (src/ratelimit/counter-store.ts). It already sends one call per
+ * turn of the event loop for every count of that turn, so ioredis's auto-pipelining would only wrap
+ * each call in a Pipeline of one and put it off a tick: measured on `/me` with the Redis store, 8 %
+ * more req/s without it at 50 connections and 28 % more at 10.
+ */
+export const RATE_LIMIT_HITS_COMMAND = 'rateLimitHits'
+
 export function createRedis (url: string): Redis {
   const redis = new Redis(url, {
     lazyConnect: false,
@@ -11,6 +19,7 @@ export function createRedis (url: string): Redis {
     maxRetriesPerRequest: 0,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     enableAutoPipelining: true,
+    autoPipeliningIgnoredCommands: [RATE_LIMIT_HITS_COMMAND],
     // Keep trying to reconnect forever, but never more often than every 500 ms.
     retryStrategy: (attempt) => Math.min(attempt * 50, 500)
   })

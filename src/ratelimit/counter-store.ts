@@ -5,6 +5,7 @@
 // uncounted) and its LocalStore reads Date.now() (no test clock) and is an LRU that may drop a live
 // window while expired ones stay, hence this store.
 import type { Redis } from 'ioredis'
+import { RATE_LIMIT_HITS_COMMAND } from '../infra/redis.js'
 import { MemoryCounters } from './memory-counters.js'
 
 /**
@@ -32,7 +33,7 @@ return counts
 
 interface HitsCommand {
   /** HITS_SCRIPT: the number of keys, the keys, then each key's window in milliseconds. */
-  rateLimitHits (numberOfKeys: number, ...keysThenWindows: Array<string | number>): Promise<unknown>
+  [RATE_LIMIT_HITS_COMMAND] (numberOfKeys: number, ...keysThenWindows: Array<string | number>): Promise<unknown>
 }
 
 type Callback = (error: Error | null, result?: StoreResult) => void
@@ -92,7 +93,8 @@ export class CounterStore {
     this.memory = options.memory ?? new MemoryCounters()
     if (options.redis !== undefined) {
       // ioredis sends EVALSHA and falls back to EVAL when the server lost its script cache (restart).
-      if (!('rateLimitHits' in options.redis)) options.redis.defineCommand('rateLimitHits', { lua: HITS_SCRIPT })
+      // The client sends this command unpipelined (src/infra/redis.ts): it is batched here.
+      if (!(RATE_LIMIT_HITS_COMMAND in options.redis)) options.redis.defineCommand(RATE_LIMIT_HITS_COMMAND, { lua: HITS_SCRIPT })
       this.redis = options.redis as Redis & HitsCommand
     }
   }
