@@ -6,9 +6,9 @@
 // headers were already checked by Node's HTTP parser, and the reply's are checked again by Node when
 // written. What callers can observe is kept: names are case-insensitive and must be HTTP tokens,
 // values are trimmed and refused when Node could not write them (CR, LF, NUL, other control
-// characters, anything past U+00FF), `get` joins repeated values with
-// ", ", and iteration is sorted by name with each Set-Cookie on its own (test/call-headers.test.ts
-// compares it with the global Headers).
+// characters, anything past U+00FF), `get` joins repeated values with ", ", and iteration is
+// sorted by name with each Set-Cookie on its own (test/rpc-call-headers.test.ts compares it with the
+// global Headers).
 import type { IncomingHttpHeaders } from 'node:http'
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
