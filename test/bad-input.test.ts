@@ -16,6 +16,7 @@ import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
 import { UsersService } from '../src/gen/app/users/v1/users_pb.js'
 import { startApp } from './helpers/app.js'
 import { rpcError, signInPerson } from './helpers/people.js'
+import { REST_ROUTES } from './helpers/rest-routes.js'
 
 const unlimited = 1_000_000_000
 const s = await startApp({}, { rateLimit: { maxOverride: { strict: unlimited, expensive: unlimited, upload: unlimited, canvas: unlimited, write: unlimited, read: unlimited, standard: unlimited } } })
@@ -40,30 +41,7 @@ const bodies: Array<{ label: string, payload: string, type: string }> = [
   { label: 'an oversized body', payload: JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }), type: 'application/json' }
 ]
 
-const routes: Array<{ method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string }> = [
-  { method: 'POST', url: '/api/auth/request-login' },
-  { method: 'GET', url: '/api/auth/authorize' },
-  { method: 'GET', url: '/api/auth/me' },
-  { method: 'POST', url: '/api/auth/confirm-deletion' },
-  { method: 'GET', url: '/api/rooms' },
-  { method: 'POST', url: '/api/rooms' },
-  { method: 'GET', url: '/api/rooms/:roomId' },
-  { method: 'PATCH', url: '/api/rooms/:roomId' },
-  { method: 'DELETE', url: '/api/rooms/:roomId' },
-  { method: 'GET', url: '/api/sparks' },
-  { method: 'POST', url: '/api/sparks' },
-  { method: 'GET', url: '/api/sparks/:sparkId' },
-  { method: 'PATCH', url: '/api/sparks/:sparkId' },
-  { method: 'PATCH', url: '/api/sparks/:sparkId/position' },
-  { method: 'DELETE', url: '/api/sparks/:sparkId' },
-  { method: 'PATCH', url: '/api/canvas/position' },
-  { method: 'PATCH', url: '/api/canvas/positions/batch' },
-  { method: 'POST', url: '/api/canvas/layout/compute' },
-  { method: 'POST', url: '/api/canvas/layout/validate' },
-  { method: 'GET', url: '/api/canvas/state' },
-  { method: 'POST', url: '/api/canvas/cursor' },
-  { method: 'POST', url: '/api/canvas/cursor/leave' }
-]
+const routes = REST_ROUTES
 
 function isEnvelope (body: string): boolean {
   try {

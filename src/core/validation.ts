@@ -8,6 +8,9 @@ import { AppError, type FieldViolation } from './errors.js'
 /** Custom message for a property: put `errorMessage` on its schema. */
 interface WithMessage { errorMessage?: string, properties?: Record<string, TSchema>, items?: TSchema }
 
+/** What the size check reads of a schema. */
+interface SizedSchema extends WithMessage { maxLength?: number, maxItems?: number }
+
 interface TypeBoxError {
   keyword: string
   instancePath: string
@@ -95,7 +98,35 @@ function nulViolations (value: unknown, path: string[] = [], found: FieldViolati
   return found
 }
 
+/**
+ * Strings longer than their schema's `maxLength` and arrays longer than its `maxItems`, found with one
+ * comparison per value before the validator runs. TypeBox evaluates every keyword of a refused
+ * value when it lists the errors, patterns included, so without this a megabyte-long string would be
+ * pattern-matched in full before being refused for its length.
+ */
+function sizeViolations (schema: SizedSchema, value: unknown, path: string[], found: FieldViolation[]): FieldViolation[] {
+  const field = (): string => path.length === 0 ? '(body)' : fieldName(path)
+  if (typeof value === 'string') {
+    if (schema.maxLength !== undefined && value.length > schema.maxLength) {
+      found.push({ field: field(), description: schema.errorMessage ?? `must be at most ${schema.maxLength} characters` })
+    }
+  } else if (Array.isArray(value)) {
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) {
+      found.push({ field: field(), description: schema.errorMessage ?? `must have at most ${schema.maxItems} items` })
+    } else if (schema.items !== undefined) {
+      value.forEach((item, i) => { sizeViolations(schema.items as SizedSchema, item, [...path, String(i)], found) })
+    }
+  } else if (value !== null && typeof value === 'object' && schema.properties !== undefined) {
+    for (const [name, property] of Object.entries(schema.properties)) {
+      if (Object.hasOwn(value, name)) sizeViolations(property as SizedSchema, (value as Record<string, unknown>)[name], [...path, name], found)
+    }
+  }
+  return found
+}
+
 export function checkInput<T extends TSchema> (schema: T, value: unknown): FieldViolation[] {
+  const oversized = sizeViolations(schema as SizedSchema, value, [], [])
+  if (oversized.length > 0) return oversized
   const validator = validatorFor(schema)
   if (validator.Check(value)) return nulViolations(value)
   const violations = violationsOf(schema, validator.Errors(value) as unknown as TypeBoxError[])

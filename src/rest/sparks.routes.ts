@@ -9,7 +9,7 @@ import { actorOf } from './identity.js'
 
 /** `If-Match: 3`, `"3"` or `W/"3"` names the version the edit is based on; `*` matches any. */
 const IfMatchHeaders = Type.Object({
-  'if-match': Type.Optional(Type.String({ pattern: '^\\s*(\\*|(W/)?"?[0-9]{1,10}"?)\\s*$', errorMessage: 'must be the spark\'s version, e.g. "3"' }))
+  'if-match': Type.Optional(Type.String({ maxLength: 32, pattern: '^\\s*(\\*|(W/)?"?[0-9]{1,10}"?)\\s*$', errorMessage: 'must be the spark\'s version, e.g. "3"' }))
 })
 
 function expectedVersionOf (ifMatch: string | undefined): number | undefined {

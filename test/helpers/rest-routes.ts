@@ -1,0 +1,25 @@
+// Every REST route with a path the tests send hostile input to (bad-input, long-fields).
+export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string }> = [
+  { method: 'POST', url: '/api/auth/request-login' },
+  { method: 'GET', url: '/api/auth/authorize' },
+  { method: 'GET', url: '/api/auth/me' },
+  { method: 'POST', url: '/api/auth/confirm-deletion' },
+  { method: 'GET', url: '/api/rooms' },
+  { method: 'POST', url: '/api/rooms' },
+  { method: 'GET', url: '/api/rooms/:roomId' },
+  { method: 'PATCH', url: '/api/rooms/:roomId' },
+  { method: 'DELETE', url: '/api/rooms/:roomId' },
+  { method: 'GET', url: '/api/sparks' },
+  { method: 'POST', url: '/api/sparks' },
+  { method: 'GET', url: '/api/sparks/:sparkId' },
+  { method: 'PATCH', url: '/api/sparks/:sparkId' },
+  { method: 'PATCH', url: '/api/sparks/:sparkId/position' },
+  { method: 'DELETE', url: '/api/sparks/:sparkId' },
+  { method: 'PATCH', url: '/api/canvas/position' },
+  { method: 'PATCH', url: '/api/canvas/positions/batch' },
+  { method: 'POST', url: '/api/canvas/layout/compute' },
+  { method: 'POST', url: '/api/canvas/layout/validate' },
+  { method: 'GET', url: '/api/canvas/state' },
+  { method: 'POST', url: '/api/canvas/cursor' },
+  { method: 'POST', url: '/api/canvas/cursor/leave' }
+]
