@@ -28,7 +28,12 @@ async function probe (check: () => Promise<'healthy' | 'degraded'>): Promise<Hea
   try {
     const status = await Promise.race([
       check(),
-      new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error('probe timed out')) }, PROBE_TIMEOUT_MS) })
+      // The verdict waits for the end of the loop turn in which the timer fires: after the event
+      // loop was blocked (by anything), the part's reply may already be waiting to be read, and a
+      // busy instance must not be reported as a broken one.
+      new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => { setImmediate(() => { reject(new Error('probe timed out')) }) }, PROBE_TIMEOUT_MS)
+      })
     ])
     return { status, latency: Math.round((performance.now() - started) * 100) / 100 }
   } catch {
