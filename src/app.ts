@@ -2,6 +2,7 @@
 // RPC gateway as EXPOSE says. server.ts runs it; every test builds the same app.
 import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance } from 'fastify'
+import type { Server } from 'node:http'
 import type { Config } from './config.js'
 import { createCore, type Core } from './core/index.js'
 import type { CoreDeps } from './core/deps.js'
@@ -20,6 +21,8 @@ import { createStorage } from './infra/storage.js'
 import { healthRoute } from './health.routes.js'
 import { answerFrameworkError, MAX_PATH_PARAM_LENGTH } from './framework-errors.js'
 import { installNotFound } from './not-found.js'
+import { answerClientError } from './http/client-errors.js'
+import { createListener, type RequestHandler } from './http/listener.js'
 import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
@@ -33,6 +36,9 @@ declare module 'fastify' {
     live: { bus: EventLogBus, streams: StreamHub }
   }
 }
+
+/** On shutdown, connections still open after this long are cut, so the process exits within 10 s. */
+const DRAIN_MS = 8_000
 
 export interface BuildOptions {
   /** Time source; tests pass one they can move. */
@@ -49,7 +55,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     logger: { level: config.logLevel },
     trustProxy: config.trustProxy,
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
-    frameworkErrors: answerFrameworkError
+    frameworkErrors: answerFrameworkError,
+    // HTTP/1.1 and HTTP/2 on one port, with the timeouts and the draining close of src/http/listener.ts.
+    serverFactory: (handler) => createListener(handler as RequestHandler, { timeouts: config.http, tls: config.tls, drainMs: DRAIN_MS }) as Server,
+    // Only names the scheme of the addresses Fastify logs and returns: the listener above serves TLS.
+    ...(config.tls === undefined ? {} : { https: {} }),
+    // The listener drains connections itself on close (Fastify's way cuts requests already on the wire).
+    forceCloseConnections: false,
+    // A request that arrives on an open connection while the server closes is answered, not refused
+    // with Fastify's own 503 body; its answer tells the client to close the connection.
+    return503OnClosing: false,
+    clientErrorHandler: answerClientError
   })
 
   const database = options.database ?? await openDatabase(config)
@@ -86,8 +102,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   let closing = false
   app.addHook('preClose', async () => { closing = true })
   // A callback hook, not an async one: it runs on every response, and a promise each is not free.
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) void reply.header('connection', 'close')
+  app.addHook('onSend', (request, reply, payload, done) => {
+    // HTTP/2 has no Connection header (its session gets a GOAWAY instead).
+    if (closing && request.raw.httpVersionMajor === 1) void reply.header('connection', 'close')
     done(null, payload)
   })
 

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import type { HttpTimeouts } from './http/listener.js'
 
 export type Expose = 'all' | 'public' | 'internal'
 export type NodeEnv = 'development' | 'production' | 'test'
@@ -35,6 +36,10 @@ export interface Config {
   readonly oidcAudience: string | undefined
   readonly oidcJwksUrl: string | undefined
   readonly logLevel: string
+  /** What a client connection may cost in time (src/http/listener.ts). */
+  readonly http: HttpTimeouts
+  /** PEM certificate chain and key from TLS_CERT_FILE / TLS_KEY_FILE: HTTPS with ALPN h2 / http/1.1. */
+  readonly tls: { cert: Buffer, key: Buffer } | undefined
 }
 
 export class ConfigError extends Error {
@@ -102,6 +107,42 @@ function keyPrefix (env: Env, name: string, fallback: string): string {
   return raw
 }
 
+function pemFile (env: Env, name: string): Buffer | undefined {
+  const path = text(env, name)
+  if (path === undefined) return undefined
+  let content: Buffer
+  try {
+    content = readFileSync(path)
+  } catch (error) {
+    throw new ConfigError(name, `cannot read "${path}": ${(error as Error).message}`)
+  }
+  if (!content.includes('-----BEGIN ')) throw new ConfigError(name, `"${path}" is not a PEM file`)
+  return content
+}
+
+function tlsFiles (env: Env): Config['tls'] {
+  const cert = pemFile(env, 'TLS_CERT_FILE')
+  const key = pemFile(env, 'TLS_KEY_FILE')
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new ConfigError(cert === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE must be set together')
+  }
+  return cert === undefined || key === undefined ? undefined : { cert, key }
+}
+
+/** Defaults: README, Configuration. Keep-alive outlasts a load balancer's usual 60 s idle timeout,
+ *  so the balancer, not this server, closes an idle connection (no request lost to a race). */
+function httpTimeouts (env: Env): HttpTimeouts {
+  const headersMs = integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000)
+  const requestMs = integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 120_000, 100, 3_600_000)
+  if (headersMs > requestMs) throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS', `must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestMs})`)
+  return {
+    headersMs,
+    requestMs,
+    keepAliveMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+    idleMs: integer(env, 'HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000)
+  }
+}
+
 /** Outside production the secret is generated once and kept in DATA_DIR, so sessions survive restarts. */
 function jwtSecret (env: Env, nodeEnv: NodeEnv, dataDir: string): string {
   const raw = text(env, 'JWT_SECRET')
@@ -147,7 +188,9 @@ export function loadConfig (env: Env = process.env): Config {
     oidcIssuer: url(env, 'OIDC_ISSUER', ['http:', 'https:']),
     oidcAudience: text(env, 'OIDC_AUDIENCE'),
     oidcJwksUrl: url(env, 'OIDC_JWKS_URL', ['http:', 'https:']),
-    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], nodeEnv === 'test' ? 'silent' : 'info')
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], nodeEnv === 'test' ? 'silent' : 'info'),
+    http: httpTimeouts(env),
+    tls: tlsFiles(env)
   }
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {
     throw new ConfigError(config.rtcAppId === undefined ? 'RTC_APP_ID' : 'RTC_APP_CERTIFICATE', 'RTC_APP_ID and RTC_APP_CERTIFICATE must be set together')

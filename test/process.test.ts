@@ -1,7 +1,11 @@
 // The process as operators run it: `npm run migrate` (which builds `dist/` first, as `npm start`
 // does), the built server `node dist/server.js`, and a graceful SIGTERM.
 import t from 'tap'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import http from 'node:http'
+import { createClient, type Interceptor, type Transport } from '@connectrpc/connect'
+import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node'
+import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,12 +25,85 @@ t.test('npm run migrate builds, applies the migrations and exits', async (t) => 
   t.match(result.stdout, /migrations applied \((pglite|postgres)\)/)
 })
 
-t.test('SIGTERM: in-flight requests finish, then the process exits 0', async (t) => {
-  // A slow mail server holds the sign-in request inside its handler while the signal arrives.
-  const smtp = await startFakeSmtp({ accept: true, delayMs: 500 })
+t.test('SIGTERM: every request in flight is answered (REST, Connect, gRPC over HTTP/2), idle connections close, exit 0 within 10 s', async (t) => {
+  // A slow mail server holds every sign-in request inside its handler while the signal arrives.
+  const smtp = await startFakeSmtp({ accept: true, delayMs: 1_500 })
   t.teardown(smtp.close)
-  // Built by `npm run migrate` above.
-  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.js'], { env: { ...env(), SMTP_URL: smtp.url }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const { child, url, exited } = await startServer({ SMTP_URL: smtp.url, TRUST_PROXY: '127.0.0.1' })
+
+  // An idle keep-alive connection: the server must close it rather than wait for it.
+  const agent = new http.Agent({ keepAlive: true })
+  await new Promise<void>((resolve, reject) => {
+    http.get(`${url}/health`, { agent }, (response) => { response.resume(); response.on('end', resolve) }).on('error', reject)
+  })
+
+  const address = (i: number): string => `10.9.${Math.floor(i / 250)}.${1 + (i % 250)}`
+  const rest = Array.from({ length: 30 }, async (_, i) => await fetch(`${url}/api/auth/request-login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': address(i) },
+    body: JSON.stringify({ email: `in-flight-${i}@example.test` })
+  }))
+  const viaRpc = (transport: Transport, i: number): Promise<unknown> => createClient(AuthService, transport).requestLogin({ email: `rpc-in-flight-${i}@example.test` })
+  const connectJson = Array.from({ length: 10 }, async (_, i) => await viaRpc(createConnectTransport({ baseUrl: `${url}/rpc`, httpVersion: '1.1', interceptors: [fromAddress(address(100 + i))] }), i))
+  const grpcH2 = Array.from({ length: 10 }, async (_, i) => await viaRpc(createGrpcTransport({ baseUrl: `${url}/rpc`, interceptors: [fromAddress(address(200 + i))] }), 100 + i))
+
+  // Every one of the 50 is inside its handler (its message reached the mail server) before the signal.
+  while (smtp.received.length < 50) await new Promise((resolve) => setTimeout(resolve, 20))
+  const signalled = Date.now()
+  child.kill('SIGTERM')
+
+  const answers = await Promise.all(rest)
+  t.same(answers.map((a) => a.status), answers.map(() => 200), 'every REST request in flight was answered 200')
+  t.ok(answers.every((a) => a.headers.get('connection') === 'close'), 'and told to close its connection')
+  const rpcAnswers = await Promise.allSettled([...connectJson, ...grpcH2])
+  t.same(rpcAnswers.map((a) => a.status), rpcAnswers.map(() => 'fulfilled'), 'every RPC call in flight (Connect over HTTP/1.1, gRPC over HTTP/2) was answered')
+  t.equal(await exited, 0, 'exit code 0')
+  t.ok(Date.now() - signalled < 10_000, `exited ${Date.now() - signalled} ms after SIGTERM`)
+  agent.destroy()
+  await t.rejects(fetch(`${url}/health`), 'no longer accepting connections')
+})
+
+t.test('SIGTERM under steady keep-alive load: no request sent before the signal is reset or refused', async (t) => {
+  const { child, url, exited } = await startServer({})
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 20 })
+  const outcomes: Array<{ sentAt: number, status: number | string }> = []
+  let stop = false
+  const one = async (): Promise<void> => {
+    const sentAt = Date.now()
+    const status = await new Promise<number | string>((resolve) => {
+      http.get(`${url}/health`, { agent }, (response) => {
+        response.resume()
+        response.on('end', () => { resolve(response.statusCode ?? 0) })
+        response.on('error', (error: NodeJS.ErrnoException) => { resolve(error.code ?? 'error') })
+      }).on('error', (error: NodeJS.ErrnoException) => { resolve(error.code ?? 'error') })
+    })
+    outcomes.push({ sentAt, status })
+  }
+  const workers = Array.from({ length: 20 }, async () => { while (!stop) await one() })
+  await new Promise((resolve) => setTimeout(resolve, 1_000))
+  const signalled = Date.now()
+  child.kill('SIGTERM')
+  t.equal(await exited, 0, 'exit code 0')
+  t.ok(Date.now() - signalled < 10_000, `exited ${Date.now() - signalled} ms after SIGTERM`)
+  stop = true
+  await Promise.all(workers)
+  agent.destroy()
+  const before = outcomes.filter((o) => o.sentAt < signalled)
+  const failed = before.filter((o) => o.status !== 200)
+  t.ok(before.length > 100, `${before.length} requests sent before the signal`)
+  t.same(failed, [], 'each of them answered 200')
+})
+
+function fromAddress (ip: string): Interceptor {
+  return (next) => async (request) => {
+    request.header.set('x-forwarded-for', ip)
+    return await next(request)
+  }
+}
+
+/** The built server (`npm run migrate` above built dist/), once it listens. */
+async function startServer (extra: NodeJS.ProcessEnv): Promise<{ child: ChildProcessWithoutNullStreams, url: string, exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.js'], { env: { ...env(), ...extra } })
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
     child.stdout.on('data', (chunk: Buffer) => {
@@ -37,11 +114,5 @@ t.test('SIGTERM: in-flight requests finish, then the process exits 0', async (t)
     child.on('exit', (code) => { reject(new Error(`exited early with ${String(code)}`)) })
   })
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { resolve(code) }))
-  const inFlight = fetch(`${url}/api/auth/request-login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'shutdown@example.test' }) })
-  await smtp.connected
-  child.kill('SIGTERM')
-  const response = await inFlight
-  t.equal(response.status, 200, 'the request in flight was answered')
-  t.equal(await exited, 0)
-  await t.rejects(fetch(`${url}/health`), 'no longer accepting connections')
-})
+  return { child, url, exited }
+}

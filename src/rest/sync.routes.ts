@@ -61,7 +61,11 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
       // Headers set by the hooks so far (CORS for the configured origin) go out with the stream's own.
       const headers: OutgoingHttpHeaders = {}
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = typeof value === 'number' ? String(value) : value
-      Object.assign(headers, STREAM_HEADERS, { connection: 'keep-alive' })
+      Object.assign(headers, STREAM_HEADERS)
+      // HTTP/2 forbids the Connection header; its streams are multiplexed on a kept-alive session anyway.
+      if (request.raw.httpVersionMajor === 1) headers.connection = 'keep-alive'
+      // A stream is quiet between heartbeats by design: the idle-connection timeout is not for it.
+      request.raw.setTimeout(0)
       reply.hijack()
       raw.writeHead(200, headers)
       raw.write(`retry: ${RECONNECT_DELAY_MS}\n: subscribed\n\n`)
