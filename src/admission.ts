@@ -1,35 +1,34 @@
-// Whether a request may reach its handler: the one rule both gateways apply before every route and
-// method (the REST gate, src/rest/request-gate.ts, and the RPC interceptor, src/rpc/interceptors.ts).
-// In this order: the presented credential is resolved to a caller; the request is counted against
-// its rate-limit tier, keyed by that caller, else by the client address; then access is enforced.
-// Refused requests are therefore counted and carry the rate-limit headers too, and a request over
-// its limit is refused before its handler runs (SPEC Limits rule 3).
-import type { FastifyRequest } from 'fastify'
+// Whether a request may reach its handler: the one rule both gateways apply, in an onRequest hook,
+// before the body is read. Its operation's entry in the catalogue (src/core/operations.ts) says the
+// access class and tier; then, in this order, the presented credential is resolved to a caller, the
+// request is counted against its tier (keyed by that caller, else by the client address), and access
+// is enforced. Refused requests are therefore counted and carry the rate-limit headers too, a
+// request over its limit is refused before its handler runs (SPEC Limits rule 3), and a malformed
+// body cannot escape its count. Each transport supplies how it reads a credential and how it answers
+// a refusal; a route that names no operation stops the app from starting.
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { Actor } from './core/actor.js'
 import { AppError } from './core/errors.js'
 import type { Core } from './core/index.js'
+import { isOperationId, OPERATIONS, type OperationId, type OperationPolicy } from './core/operations.js'
 import { rateLimitedError, rateLimitHeaders, type Limiter } from './ratelimit/limiter.js'
-import type { Tier } from './ratelimit/tiers.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's entry in the catalogue (src/core/operations.ts). */
+    operation?: OperationId
+  }
+  interface FastifyRequest {
+    /** The caller, when the request carries a valid credential. */
+    actor: Actor | null
+  }
+}
 
 /** The token of an `Authorization: Bearer <token>` header; undefined for any other or an empty one. */
 export function bearerTokenOf (header: string | null | undefined): string | undefined {
   if (header === null || header === undefined || !/^Bearer\s+/i.test(header)) return undefined
   const token = header.replace(/^Bearer\s+/i, '').trim()
   return token === '' ? undefined : token
-}
-
-/** public: no identity needed; optional: identity used when valid; required: refused without it. */
-export type Access = 'public' | 'optional' | 'required'
-
-export interface AdmissionRequest {
-  access: Access
-  tier: Tier
-  /** The session cookie or Bearer token presented, if any. */
-  credential: string | undefined
-  /** The HTTP request carrying the call: the limiter reads the client address from it. */
-  http: FastifyRequest
-  /** What an anonymous caller of a Required route is told (each transport names its credential). */
-  credentialRequired: string
 }
 
 export interface Admission {
@@ -41,12 +40,12 @@ export interface Admission {
   refusal: AppError | null
 }
 
-export async function admit (core: Core, limiter: Limiter | undefined, request: AdmissionRequest): Promise<Admission> {
+export async function admit (core: Core, limiter: Limiter | undefined, request: FastifyRequest, policy: OperationPolicy, credential: string | undefined, credentialRequired: string): Promise<Admission> {
   let actor: Actor | null = null
   let identityError: AppError | null = null
-  if (request.access !== 'public' && request.credential !== undefined) {
+  if (policy.access !== 'public' && credential !== undefined) {
     try {
-      actor = await core.auth.authenticate(request.credential)
+      actor = await core.auth.authenticate(credential)
     } catch (error) {
       if (!(error instanceof AppError)) throw error
       identityError = error
@@ -55,7 +54,7 @@ export async function admit (core: Core, limiter: Limiter | undefined, request: 
 
   let headers: Array<[string, string]> = []
   if (limiter !== undefined) {
-    const decision = await limiter.hit(request.http, request.tier, actor?.userId ?? null)
+    const decision = await limiter.hit(request, policy.tier, actor?.userId ?? null)
     if (decision !== null) {
       headers = rateLimitHeaders(decision)
       if (!decision.allowed) return { actor, headers, refusal: rateLimitedError(decision) }
@@ -63,8 +62,43 @@ export async function admit (core: Core, limiter: Limiter | undefined, request: 
   }
 
   if (identityError !== null) return { actor, headers, refusal: identityError }
-  if (request.access === 'required' && actor === null) {
-    return { actor, headers, refusal: new AppError('unauthenticated', request.credentialRequired) }
-  }
+  if (policy.access === 'required' && actor === null) return { actor, headers, refusal: new AppError('unauthenticated', credentialRequired) }
   return { actor, headers, refusal: null }
+}
+
+/** What differs between the transports at the gate. */
+export interface GateOptions {
+  core: Core
+  limiter: Limiter | undefined
+  /** The session cookie or Bearer token the request presents, if any. */
+  credentialOf (request: FastifyRequest): string | undefined
+  /** What an anonymous caller of a Required operation is told (each transport names its credential). */
+  credentialRequired: string
+  /** Sends the refusal in the transport's envelope. */
+  refuse (request: FastifyRequest, reply: FastifyReply, error: AppError): Promise<FastifyReply> | FastifyReply
+  /** The operation of a route that does not name one in its config (RPC routes: from their path). */
+  operationOf?: (route: RouteOptions) => string | undefined
+}
+
+/** Installs the gate on every route of `scope`, and refuses to register a route without an operation. */
+export function installAdmission (scope: FastifyInstance, options: GateOptions): void {
+  const { core, limiter, credentialOf, credentialRequired, refuse } = options
+  scope.addHook('onRoute', (route) => {
+    // CORS preflights are answered by @fastify/cors before any gate.
+    if (route.method === 'OPTIONS' || (Array.isArray(route.method) && route.method.every((m) => m === 'OPTIONS'))) return
+    const operation = route.config?.operation ?? options.operationOf?.(route)
+    if (!isOperationId(operation)) {
+      throw new Error(`${String(route.method)} ${route.url}: no operation in the catalogue (src/core/operations.ts) for ${String(operation)}`)
+    }
+    route.config = { ...route.config, operation }
+  })
+  scope.decorateRequest('actor', null)
+  scope.addHook('onRequest', async (request, reply) => {
+    const operation = request.routeOptions.config.operation
+    if (operation === undefined) return // not a route of this scope (a 404 or a preflight)
+    const admission = await admit(core, limiter, request, OPERATIONS[operation], credentialOf(request), credentialRequired)
+    request.actor = admission.actor
+    for (const [name, value] of admission.headers) void reply.header(name, value)
+    if (admission.refusal !== null) return await refuse(request, reply, admission.refusal)
+  })
 }

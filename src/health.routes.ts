@@ -18,7 +18,7 @@ export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, 
   }
   return async function (app: FastifyInstance): Promise<void> {
     // Exempt from rate limiting (SPEC tiers): load balancers and monitors poll it.
-    app.get('/health', { config: { access: 'public', tier: 'exempt' } }, async (_request, reply) => {
+    app.get('/health', { config: { operation: 'health.check' } }, async (_request, reply) => {
       const current = await report()
       return await reply.code(current.status === 'unhealthy' ? 503 : 200).send(current)
     })

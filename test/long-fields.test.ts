@@ -5,15 +5,7 @@
 import t from 'tap'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { create, toBinary, type DescMessage, type DescService } from '@bufbuild/protobuf'
-import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
-import { CanvasService } from '../src/gen/app/canvas/v1/canvas_pb.js'
-import { OfficesService } from '../src/gen/app/offices/v1/offices_pb.js'
-import { PassportService } from '../src/gen/app/passport/v1/passport_pb.js'
-import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
-import { RtcService } from '../src/gen/app/rtc/v1/rtc_pb.js'
-import { ShelvesService } from '../src/gen/app/shelves/v1/shelves_pb.js'
-import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
-import { UsersService } from '../src/gen/app/users/v1/users_pb.js'
+import { RPC_SERVICES } from '../src/rpc/index.js'
 import { startApp } from './helpers/app.js'
 import { signInPerson } from './helpers/people.js'
 import { REST_ROUTES } from './helpers/rest-routes.js'
@@ -28,7 +20,7 @@ t.teardown(s.close)
 const owner = await signInPerson(s, 'long')
 const roomId = (await owner.rest('POST', '/api/rooms', { name: 'Long', isPublic: true })).json().data.id as string
 
-const services: DescService[] = [AuthService, RoomsService, SparksService, CanvasService, OfficesService, PassportService, ShelvesService, UsersService, RtcService]
+const services: readonly DescService[] = RPC_SERVICES
 
 function stringFields (message: DescMessage): string[] {
   return message.fields.filter((f) => f.fieldKind === 'scalar' && f.scalar === 9 /* string */).map((f) => f.localName)

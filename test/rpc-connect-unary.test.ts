@@ -20,7 +20,8 @@ import { rpcClient } from './helpers/sign-in.js'
 const config = loadConfig(testEnv())
 const app = await buildApp(config)
 const servedBy: Array<'plain' | 'connect-fastify'> = []
-app.addHook('onRequest', (request, _reply, done) => {
+// onResponse: it also sees calls the gate refused before any other hook could run.
+app.addHook('onResponse', (request, _reply, done) => {
   if (request.url.startsWith('/rpc/')) servedBy.push(request.routeOptions.config.connectUnary === true ? 'plain' : 'connect-fastify')
   done()
 })

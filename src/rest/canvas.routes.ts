@@ -10,23 +10,23 @@ export function canvasRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.patch('/position', { schema: { body: UpdatePositionInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+    r.patch('/position', { schema: { body: UpdatePositionInput }, config: { operation: 'canvas.updatePosition' } }, async (request) => {
       return { data: await core.canvas.updatePosition(actorOf(request), request.body) }
     })
 
-    r.patch('/positions/batch', { schema: { body: BatchUpdatePositionsInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+    r.patch('/positions/batch', { schema: { body: BatchUpdatePositionsInput }, config: { operation: 'canvas.batchUpdatePositions' } }, async (request) => {
       return { data: await core.canvas.batchUpdatePositions(actorOf(request), request.body) }
     })
 
-    r.post('/layout/compute', { schema: { body: ComputeLayoutInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+    r.post('/layout/compute', { schema: { body: ComputeLayoutInput }, config: { operation: 'canvas.computeLayout' } }, async (request) => {
       return { data: await core.canvas.computeLayout(actorOf(request), request.body) }
     })
 
-    r.post('/layout/validate', { schema: { body: RoomIdInput }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+    r.post('/layout/validate', { schema: { body: RoomIdInput }, config: { operation: 'canvas.validateLayout' } }, async (request) => {
       return { data: await core.canvas.validateLayout(actorOf(request), request.body) }
     })
 
-    r.get('/state', { schema: { querystring: CanvasStateQuery }, config: { access: 'required', tier: 'read' } }, async (request) => {
+    r.get('/state', { schema: { querystring: CanvasStateQuery }, config: { operation: 'canvas.getCanvasState' } }, async (request) => {
       return { data: await core.canvas.getState(actorOf(request), request.query) }
     })
   }

@@ -10,12 +10,12 @@ export function cursorRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.post('/cursor', { schema: { body: CursorMoveInput }, config: { access: 'required', tier: 'canvas' } }, async (request, reply) => {
+    r.post('/cursor', { schema: { body: CursorMoveInput }, config: { operation: 'canvas.moveCursor' } }, async (request, reply) => {
       await core.cursors.move(actorOf(request), request.body)
       return await reply.code(204).send()
     })
 
-    r.post('/cursor/leave', { schema: { body: CursorLeaveInput }, config: { access: 'required', tier: 'canvas' } }, async (request, reply) => {
+    r.post('/cursor/leave', { schema: { body: CursorLeaveInput }, config: { operation: 'canvas.leaveCanvas' } }, async (request, reply) => {
       await core.cursors.leave(actorOf(request), request.body)
       return await reply.code(204).send()
     })

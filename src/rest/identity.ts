@@ -11,7 +11,7 @@ export function credentialOf (request: FastifyRequest): string | undefined {
   return bearerTokenOf(request.headers.authorization)
 }
 
-/** The caller of a route declared `access: 'required'` (the gate has already refused anonymous calls). */
+/** The caller of a Required operation (the gate has already refused anonymous calls). */
 export function actorOf (request: FastifyRequest): NonNullable<FastifyRequest['actor']> {
   if (request.actor === null) throw new AppError('unauthenticated', 'Sign in to continue.')
   return request.actor

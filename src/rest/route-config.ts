@@ -1,17 +1,2 @@
-// What every REST route declares besides its schema: who may call it and its rate-limit tier.
-import type { Access } from '../admission.js'
-import type { Actor } from '../core/actor.js'
-import type { Tier } from '../ratelimit/tiers.js'
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    access?: Access
-    tier?: Tier
-  }
-  interface FastifyRequest {
-    /** The caller, when the request carries a valid session cookie or Bearer token. */
-    actor: Actor | null
-  }
-}
-
+// The REST API's session cookie (SPEC Authentication: REST).
 export const SESSION_COOKIE = 'app_session'

@@ -26,31 +26,31 @@ export function sparkRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.get('/', { schema: { querystring: ListSparksQuery }, config: { access: 'required', tier: 'read' } }, async (request) => {
+    r.get('/', { schema: { querystring: ListSparksQuery }, config: { operation: 'sparks.listSparks' } }, async (request) => {
       const { items, pagination } = await core.sparks.list(actorOf(request), request.query)
       return { data: items, pagination }
     })
 
-    r.get('/:sparkId', { schema: { params: SparkIdParams }, config: { access: 'required', tier: 'read' } }, async (request, reply) => {
+    r.get('/:sparkId', { schema: { params: SparkIdParams }, config: { operation: 'sparks.getSpark' } }, async (request, reply) => {
       return withEtag(reply, await core.sparks.get(actorOf(request), request.params))
     })
 
-    r.post('/', { schema: { body: CreateSparkInput }, config: { access: 'required', tier: 'write' } }, async (request, reply) => {
+    r.post('/', { schema: { body: CreateSparkInput }, config: { operation: 'sparks.createSpark' } }, async (request, reply) => {
       const spark = await core.sparks.create(actorOf(request), request.body)
       return await reply.code(201).send(withEtag(reply, spark))
     })
 
-    r.patch('/:sparkId', { schema: { params: SparkIdParams, body: UpdateSparkBody, headers: IfMatchHeaders }, config: { access: 'required', tier: 'write' } }, async (request, reply) => {
+    r.patch('/:sparkId', { schema: { params: SparkIdParams, body: UpdateSparkBody, headers: IfMatchHeaders }, config: { operation: 'sparks.updateSpark' } }, async (request, reply) => {
       const expectedVersion = expectedVersionOf(request.headers['if-match'])
       const spark = await core.sparks.update(actorOf(request), { ...request.body, sparkId: request.params.sparkId, expectedVersion })
       return withEtag(reply, spark)
     })
 
-    r.patch('/:sparkId/position', { schema: { params: SparkIdParams, body: MoveSparkBody }, config: { access: 'required', tier: 'canvas' } }, async (request) => {
+    r.patch('/:sparkId/position', { schema: { params: SparkIdParams, body: MoveSparkBody }, config: { operation: 'sparks.moveSpark' } }, async (request) => {
       return { data: await core.sparks.move(actorOf(request), { ...request.body, sparkId: request.params.sparkId }) }
     })
 
-    r.delete('/:sparkId', { schema: { params: SparkIdParams }, config: { access: 'required', tier: 'write' } }, async (request, reply) => {
+    r.delete('/:sparkId', { schema: { params: SparkIdParams }, config: { operation: 'sparks.deleteSpark' } }, async (request, reply) => {
       await core.sparks.delete(actorOf(request), request.params)
       return await reply.code(204).send()
     })

@@ -44,7 +44,7 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
   }
 
   return async function (app: FastifyInstance): Promise<void> {
-    app.get('/subscribe', { config: { access: 'required', tier: 'exempt' } }, async (request, reply) => {
+    app.get('/subscribe', { config: { operation: 'sync.subscribe' } }, async (request, reply) => {
       const actor = actorOf(request)
       // Fastify answers HEAD with this handler. A HEAD gets the stream's headers and no stream: Node
       // writes no body for HEAD, so an opened stream would never flush and would hold a slot.

@@ -23,9 +23,10 @@ import { sparksService } from './sparks.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
 import { checkRequestBodies } from './request-bodies.js'
 import { connectUnaryRoutes, serviceRoute, type ServiceRoute } from './connect-unary.js'
-import { accessInterceptor } from './interceptors.js'
+import { errorInterceptor } from './interceptors.js'
+import { installRpcGate } from './gate.js'
 import type { Limiter } from '../ratelimit/limiter.js'
-import { httpRequestKey } from './context.js'
+import { actorKey } from './context.js'
 import { clampDeadlines } from './deadlines.js'
 import { installRpcErrorReplies } from './errors.js'
 import { encodeProtobufStringsWithBuffer } from './text-encoding.js'
@@ -38,6 +39,9 @@ export const RPC_READ_MAX_BYTES = 1024 * 1024
 
 /** How long calls in flight may run on once the server begins to close. */
 const SHUTDOWN_GRACE_MS = 5_000
+
+/** Every service the gateway declares (DECISIONS §4), in one list for the gateway and its tests. */
+export const RPC_SERVICES = [AuthService, RoomsService, SparksService, CanvasService, OfficesService, PassportService, RtcService, UsersService, ShelvesService] as const
 
 export interface RpcOptions {
   core: Core
@@ -57,6 +61,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
   })
 
   installRpcErrorReplies(app)
+  installRpcGate(app, core, limiter)
   clampDeadlines(app)
   encodeProtobufStringsWithBuffer()
   const bodyChecks = checkRequestBodies(app, RPC_READ_MAX_BYTES)
@@ -90,7 +95,7 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
   })
 
   const connect: ConnectRouterOptions = {
-    interceptors: [accessInterceptor(core, limiter, (error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
+    interceptors: [errorInterceptor((error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
     // SPEC: false booleans and zero numbers are still present in JSON replies.
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: RPC_READ_MAX_BYTES,
@@ -98,8 +103,8 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     acceptCompression: [compressionGzip, compressionBrotli],
     shutdownSignal: shutdown.signal
   }
-  // The limiter reads the client address (socket, trusted forwarding headers) from the Fastify request.
-  const contextValues = (request: FastifyRequest): ContextValues => createContextValues().set(httpRequestKey, request)
+  // The caller the gate resolved from the Bearer token.
+  const contextValues = (request: FastifyRequest): ContextValues => createContextValues().set(actorKey, request.actor)
 
   // Plain Connect unary calls take the routes of connect-unary.ts; the rest goes to connect-fastify.
   await connectUnaryRoutes(app, { services, connect, contextValues })

@@ -1,0 +1,109 @@
+// The catalogue: every operation of the service once, with who may call it (its access class, SPEC
+// Authentication) and the rate-limit tier it is counted in (SPEC Limits). Both transports and the
+// admission gate (src/admission.ts) read it, and the app refuses to start with a REST route or an
+// RPC method that names no entry here. An RPC method's operation is `<domain>.<method>`
+// (app.rooms.v1.RoomsService/GetRoom is `rooms.getRoom`); a REST route names its operation in its
+// config, the RPC one where both transports offer it, so the two cannot disagree.
+
+/** public: no identity needed; optional: identity used when valid; required: refused without it. */
+export type Access = 'public' | 'optional' | 'required'
+
+/** SPEC Limits' tiers; `exempt` is never counted. */
+export type Tier = 'exempt' | 'strict' | 'expensive' | 'upload' | 'canvas' | 'write' | 'read' | 'standard'
+
+export interface OperationPolicy {
+  readonly access: Access
+  readonly tier: Tier
+}
+
+const publicIn = (tier: Tier): OperationPolicy => ({ access: 'public', tier })
+const optionalIn = (tier: Tier): OperationPolicy => ({ access: 'optional', tier })
+const requiredIn = (tier: Tier): OperationPolicy => ({ access: 'required', tier })
+
+export const OPERATIONS = {
+  'health.check': publicIn('exempt'),
+
+  'auth.requestLogin': publicIn('strict'),
+  'auth.pollLoginStatus': publicIn('standard'),
+  'auth.getAuthorizeInfo': publicIn('read'),
+  'auth.authorizeLogin': publicIn('standard'),
+  /** REST only: the mailed link opened in a browser (sets the session cookie). */
+  'auth.openSignInLink': publicIn('standard'),
+  'auth.getMe': requiredIn('read'),
+  // Authenticated by the refresh token itself, so an expired access token does not lock a client out.
+  'auth.refreshToken': publicIn('standard'),
+  'auth.logout': requiredIn('standard'),
+  'auth.requestDeletion': requiredIn('strict'),
+  'auth.confirmDeletion': publicIn('strict'),
+  'auth.getConfig': publicIn('read'),
+  'auth.ping': publicIn('standard'),
+
+  'rooms.listRooms': optionalIn('read'),
+  'rooms.getRoom': requiredIn('read'),
+  'rooms.createRoom': requiredIn('write'),
+  'rooms.updateRoom': requiredIn('write'),
+  'rooms.deleteRoom': requiredIn('write'),
+
+  'sparks.listSparks': requiredIn('read'),
+  'sparks.getSpark': requiredIn('read'),
+  'sparks.createSpark': requiredIn('write'),
+  'sparks.updateSpark': requiredIn('write'),
+  'sparks.deleteSpark': requiredIn('write'),
+  'sparks.moveSpark': requiredIn('canvas'),
+
+  'canvas.updatePosition': requiredIn('canvas'),
+  'canvas.batchUpdatePositions': requiredIn('canvas'),
+  'canvas.computeLayout': requiredIn('canvas'),
+  'canvas.validateLayout': requiredIn('canvas'),
+  'canvas.getCanvasState': requiredIn('read'),
+  /** REST only: cursor reports (DECISIONS §7). */
+  'canvas.moveCursor': requiredIn('canvas'),
+  'canvas.leaveCanvas': requiredIn('canvas'),
+
+  /** REST only: the event stream. */
+  'sync.subscribe': requiredIn('exempt'),
+
+  'offices.listOffices': optionalIn('read'),
+  'offices.getOffice': requiredIn('read'),
+  'offices.createOffice': requiredIn('write'),
+  'offices.updateOffice': requiredIn('write'),
+  'offices.deleteOffice': requiredIn('write'),
+  'offices.inviteToOffice': requiredIn('write'),
+  'offices.getInviteInfo': publicIn('strict'),
+  'offices.acceptInvite': requiredIn('strict'),
+  'offices.listMembers': requiredIn('read'),
+  'offices.removeMember': requiredIn('write'),
+  'offices.updateMemberRole': requiredIn('write'),
+
+  'passport.getPassport': requiredIn('read'),
+  'passport.updatePassport': requiredIn('write'),
+  'passport.importCV': requiredIn('expensive'),
+  'passport.addSkill': requiredIn('write'),
+  'passport.removeSkill': requiredIn('write'),
+  'passport.addExperience': requiredIn('write'),
+  'passport.updateExperience': requiredIn('write'),
+  'passport.deleteExperience': requiredIn('write'),
+
+  'rtc.generateToken': requiredIn('exempt'),
+  'rtc.getConfig': requiredIn('read'),
+
+  'shelves.listShelves': requiredIn('read'),
+  'shelves.getShelf': requiredIn('read'),
+  'shelves.createShelf': requiredIn('write'),
+  'shelves.updateShelf': requiredIn('write'),
+  'shelves.deleteShelf': requiredIn('write'),
+  'shelves.addLink': requiredIn('write'),
+  'shelves.removeLink': requiredIn('write'),
+  'shelves.moveLink': requiredIn('write'),
+
+  'users.getUser': requiredIn('read'),
+  'users.updateProfile': requiredIn('write'),
+  'users.searchUsers': requiredIn('read'),
+  'users.getDisplayInfo': requiredIn('read')
+} as const satisfies Record<string, OperationPolicy>
+
+export type OperationId = keyof typeof OPERATIONS
+
+export function isOperationId (value: unknown): value is OperationId {
+  return typeof value === 'string' && Object.hasOwn(OPERATIONS, value)
+}

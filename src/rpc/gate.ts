@@ -1,0 +1,47 @@
+// Every RPC call passes the one gate (src/admission.ts) before its body is read: the Bearer token
+// names the caller, the method's path names its operation, and a refusal is answered in the call's
+// own protocol, since no Connect handler has run yet: gRPC and gRPC-Web as a trailers-only reply
+// (grpc-status and grpc-message in the headers, no body), the Connect protocol as its error JSON
+// with the HTTP status of the code.
+import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { bearerTokenOf, installAdmission } from '../admission.js'
+import type { AppError } from '../core/errors.js'
+import type { Core } from '../core/index.js'
+import type { Limiter } from '../ratelimit/limiter.js'
+import { toConnectError } from './errors.js'
+
+const GRPC = /^application\/grpc(-web)?([+;]|$)/i
+
+/** `/rpc/app.rooms.v1.RoomsService/GetRoom` → `rooms.getRoom` (src/core/operations.ts). */
+export function operationOfPath (path: string): string | undefined {
+  const match = /\/app\.([a-z]+)\.v\d+\.[A-Za-z]+\/([A-Z])([A-Za-z0-9]*)$/.exec(path)
+  if (match === null) return undefined
+  const [, domain = '', first = '', rest = ''] = match
+  return `${domain}.${first.toLowerCase()}${rest}`
+}
+
+async function refuse (request: FastifyRequest, reply: FastifyReply, refusal: AppError): Promise<FastifyReply> {
+  const error = toConnectError(refusal, () => {})
+  error.metadata.forEach((value, name) => { void reply.header(name, value) })
+  const contentType = request.headers['content-type'] ?? ''
+  if (GRPC.test(contentType)) {
+    return await reply.code(200)
+      .header('content-type', contentType)
+      .header('grpc-status', String(error.code))
+      .header('grpc-message', encodeURIComponent(error.rawMessage))
+      .send()
+  }
+  return await reply.code(codeToHttpStatus(error.code)).type('application/json').send(Buffer.from(errorToJsonBytes(error, {})))
+}
+
+export function installRpcGate (app: FastifyInstance, core: Core, limiter: Limiter | undefined): void {
+  installAdmission(app, {
+    core,
+    limiter,
+    credentialOf: (request) => bearerTokenOf(request.headers.authorization),
+    credentialRequired: 'A Bearer token is required.',
+    refuse,
+    operationOf: (route) => operationOfPath(route.url)
+  })
+}
