@@ -1,7 +1,7 @@
 // Builds the whole service for a configuration: infrastructure first, then the REST API and/or the
 // RPC gateway as EXPOSE says. server.ts runs it; every test builds the same app.
 import cookie from '@fastify/cookie'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Server } from 'node:http'
 import type { Config } from './config.js'
 import { createCore, type Core } from './core/index.js'
@@ -23,6 +23,7 @@ import { answerFrameworkError, MAX_PATH_PARAM_LENGTH } from './framework-errors.
 import { installNotFound } from './not-found.js'
 import { answerClientError } from './http/client-errors.js'
 import { createListener, type RequestHandler } from './http/listener.js'
+import { installClientIp, proxyTrust } from './http/client-ip.js'
 import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
@@ -52,8 +53,12 @@ export interface BuildOptions {
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: { level: config.logLevel },
-    trustProxy: config.trustProxy,
+    logger: {
+      level: config.logLevel,
+      // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts).
+      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: request.url, host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) }
+    },
+    trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     frameworkErrors: answerFrameworkError,
     // HTTP/1.1 and HTTP/2 on one port, with the timeouts and the draining close of src/http/listener.ts.
@@ -67,6 +72,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     return503OnClosing: false,
     clientErrorHandler: answerClientError
   })
+
+  installClientIp(app, config)
 
   const database = options.database ?? await openDatabase(config)
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)

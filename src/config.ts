@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { proxyTrust } from './http/client-ip.js'
 import type { HttpTimeouts } from './http/listener.js'
 
 export type Expose = 'all' | 'public' | 'internal'
@@ -89,13 +90,15 @@ function url (env: Env, name: string, protocols: readonly string[]): string | un
   return raw.replace(/\/+$/, '')
 }
 
+/** Checked by the parser Fastify itself uses (@fastify/proxy-addr), so the two never disagree. */
 function trustProxy (env: Env): boolean | string {
   const raw = text(env, 'TRUST_PROXY')
   if (raw === undefined || raw === 'false') return false
   if (raw === 'true') return true
-  const ipOrCidr = /^[0-9a-fA-F:.]+(\/\d{1,3})?$/
-  for (const part of raw.split(',').map((p) => p.trim())) {
-    if (!ipOrCidr.test(part)) throw new ConfigError('TRUST_PROXY', `"${part}" is not an IP address or CIDR range`)
+  try {
+    proxyTrust(raw)
+  } catch (error) {
+    throw new ConfigError('TRUST_PROXY', `"${raw}" is not a list of IP addresses and CIDR ranges: ${(error as Error).message}`)
   }
   return raw
 }

@@ -25,6 +25,14 @@ t.test('npm run migrate builds, applies the migrations and exits', async (t) => 
   t.match(result.stdout, /migrations applied \((pglite|postgres)\)/)
 })
 
+t.test('a bad TRUST_PROXY stops the process at start, naming the variable', async (t) => {
+  for (const value of ['10.0.0.0/40', '999.1.1.1']) {
+    const result = spawnSync(process.execPath, ['dist/server.js'], { env: { ...env(), TRUST_PROXY: value }, encoding: 'utf8', timeout: 30_000 })
+    t.equal(result.status, 1, value)
+    t.match(result.stderr, /Invalid configuration: TRUST_PROXY/)
+  }
+})
+
 t.test('SIGTERM: every request in flight is answered (REST, Connect, gRPC over HTTP/2), idle connections close, exit 0 within 10 s', async (t) => {
   // A slow mail server holds every sign-in request inside its handler while the signal arrives.
   const smtp = await startFakeSmtp({ accept: true, delayMs: 1_500 })

@@ -207,6 +207,30 @@ t.test('stream caps: the 6th stream of a user and the 21st of an address get 429
   t.equal((await stream(t, { cookie: people[4]?.cookie })).status, 200, 'the same user from another address is fine')
 })
 
+for (const header of ['x-real-ip', 'cf-connecting-ip']) {
+  t.test(`stream caps behind a proxy that sends ${header}: each client counts at its own address`, async (t) => {
+    // The proxy (this test's loopback peer, trusted) names each client in the header and sends no X-Forwarded-For.
+    const behindProxy = async (person: Person, address: string): Promise<SseStream> => {
+      const opened = await openStream(s.url, { cookie: person.cookie, headers: { [header]: address } })
+      t.teardown(() => { opened.close() })
+      return opened
+    }
+    const people = await Promise.all(Array.from({ length: 5 }, async (_, i) => await signInPerson(s, `proxied-${i}`)))
+    let opened = 0
+    for (const person of people) {
+      for (let i = 0; i < 5; i++) if ((await behindProxy(person, uniqueClientIp())).status === 200) opened++
+    }
+    t.equal(opened, 25, '25 streams of 25 clients behind one proxy: not capped as one address')
+    const shared = uniqueClientIp()
+    // Users who hold no stream yet (each of the five above is at its own cap of 5).
+    const more = await Promise.all(Array.from({ length: 5 }, async (_, i) => await signInPerson(s, `shared-${i}`)))
+    for (const person of more.slice(0, 4)) {
+      for (let i = 0; i < 5; i++) t.equal((await behindProxy(person, shared)).status, 200)
+    }
+    t.equal((await behindProxy(more[4] as Person, shared)).status, 429, 'the 21st stream of one client address is refused')
+  })
+}
+
 t.test('HEAD answers the stream\'s headers at once, opens no stream and holds no slot', async (t) => {
   const user = await signInPerson(s, 'head')
   const head = async (): Promise<Response> => await fetch(`${s.url}/api/sync/subscribe`, { method: 'HEAD', headers: { cookie: `app_session=${user.cookie}`, 'x-forwarded-for': uniqueClientIp() }, signal: AbortSignal.timeout(2_000) })

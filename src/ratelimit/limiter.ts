@@ -14,7 +14,6 @@ import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from '../core/errors.js'
 import type { Clock } from '../infra/clock.js'
-import { clientIpResolver } from './client-ip.js'
 import { CounterStore } from './counter-store.js'
 import { tierTable, type Tier, type TierTable } from './tiers.js'
 
@@ -51,8 +50,8 @@ export interface LimiterOptions {
 }
 
 /** Redis key of a counter: `<RATE_LIMIT_KEY_PREFIX><tier>:user:<user id>` or `…<tier>:ip:<address or /64>`. */
-function counterKey (tier: Tier, userId: string | null, request: FastifyRequest, clientIp: (request: FastifyRequest) => string): string {
-  return userId !== null ? `${tier}:user:${userId}` : `${tier}:ip:${clientIp(request)}`
+function counterKey (tier: Tier, userId: string | null, request: FastifyRequest): string {
+  return userId !== null ? `${tier}:user:${userId}` : `${tier}:ip:${request.clientIp}`
 }
 
 // @fastify/rate-limit builds its store itself (`new store(params)`); this hands it the one built here,
@@ -102,13 +101,12 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
     const max = options.maxOverride?.[tier] ?? limit.max
     checkers.set(tier, app.createRateLimit({ max, timeWindow: limit.windowMs, keyGenerator }))
   }
-  const clientIp = clientIpResolver(config)
 
   return {
     async hit (request, tier, userId) {
       const check = checkers.get(tier)
       if (check === undefined) return null // exempt
-      request.rateLimitKey = counterKey(tier, userId, request, clientIp)
+      request.rateLimitKey = counterKey(tier, userId, request)
       const result = await check(request)
       if (result.isAllowed) return null // no allow-list is configured; kept for the type
       const retryAfter = Math.max(1, Math.ceil(result.ttl / 1000))

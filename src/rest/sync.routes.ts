@@ -49,7 +49,7 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
       // Fastify answers HEAD with this handler. A HEAD gets the stream's headers and no stream: Node
       // writes no body for HEAD, so an opened stream would never flush and would hold a slot.
       if (request.method === 'HEAD') return await reply.headers(STREAM_HEADERS).send()
-      const admission = await caps.admit(actor.userId, request.ip)
+      const admission = await caps.admit(actor.userId, request.clientIp)
       if (!admission.admitted) {
         const message = admission.limit === 'user'
           ? `Too many open event streams for this account (at most ${STREAMS_PER_USER}); close one and retry in ${STREAM_CAP_RETRY_AFTER_S} seconds.`
