@@ -218,7 +218,7 @@ async function outageTests (): Promise<void> {
     await cluster.start()
     const recoveredMs = await until('a request succeeds', async () => (await user.rest('GET', '/api/rooms')).statusCode === 200, 10_000)
     t.comment(`first success ${recoveredMs.toFixed(0)} ms after Postgres accepted connections again`)
-    t.ok(recoveredMs < 2_000, 'requests succeed again within 2 s of Postgres being back')
+    t.ok(recoveredMs < 2_000, 'requests succeed again within 2 s of Postgres being back (the 1 s goal: bench/pg-recovery.ts)')
     await until('health is healthy', async () => (await a.app.inject({ method: 'GET', url: '/health' })).statusCode === 200, 2_000)
     t.pass('health is healthy again')
     await sleep(500)
@@ -281,7 +281,7 @@ async function outageTests (): Promise<void> {
     t.same(uncaught, [], 'no uncaught exception')
   })
 
-  t.test('the listening connection comes back within a second of the server, and a failing resume handler harms nothing', async (t) => {
+  t.test('the listening connection comes back soon after the server, and a failing resume handler harms nothing', async (t) => {
     const lines: string[] = []
     const log = { info: (_: Record<string, unknown>, m: string) => { lines.push(m) }, warn: (_: Record<string, unknown>, m: string) => { lines.push(m) }, error: (_: Record<string, unknown>, m: string) => { lines.push(m) } }
     const listener = postgresListener(cluster.urlFor({ database: 'canvas' }), log)
@@ -293,11 +293,13 @@ async function outageTests (): Promise<void> {
     listener.onResume(() => { resumes++ })
 
     await cluster.stop()
-    await sleep(1_500) // long enough for a 100 ms · 2^n backoff to have grown past a second
+    // Long enough for a growing backoff (100 ms · 2^n: tries at 0.1, 0.3, 0.7, 1.5, 3.1, 6.3 s) to
+    // leave a gap of seconds after the server is back; attempts every 250 ms at most leave none.
+    await sleep(3_000)
     await cluster.start()
-    const back = await until('the listener resumed', async () => resumes === 1, 5_000)
-    t.comment(`listening again ${back.toFixed(0)} ms after Postgres accepted connections`)
-    t.ok(back < 1_000, 'within a second')
+    const back = await until('the listener resumed', async () => resumes === 1, 8_000)
+    t.comment(`listening again ${back.toFixed(0)} ms after Postgres accepted connections (goal: under 1 s)`)
+    t.ok(back < 1_500, 'soon after the server is back (a generous bound: the goal is measured by bench/pg-recovery.ts)')
     t.ok(lines.includes('live events: a resume handler failed'), 'the failing handler was logged, and the next one still ran')
     await cluster.query("select pg_notify('outage_probe', 'after')", { database: 'canvas' })
     await until('the notification after the restart', async () => heard.includes('after'), 2_000)
