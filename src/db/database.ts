@@ -3,10 +3,12 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
-import { Kysely, PostgresDialect, sql } from 'kysely'
-import pg from 'pg'
+import { Kysely, sql } from 'kysely'
+import type pg from 'pg'
 import { PGliteDialect } from './pglite-dialect.js'
 import { migrateToLatest } from './migrate.js'
+import { OutageAwarePostgresDialect } from './outage-dialect.js'
+import { createPostgresPool } from './postgres-pool.js'
 import type { Database } from './schema.js'
 
 export type Db = Kysely<Database>
@@ -30,10 +32,8 @@ export interface DatabaseOptions {
 
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 })
-    // A pool error on an idle client must not crash the process; the next query reports it.
-    pool.on('error', () => {})
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 })
+    const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
     await migrateToLatest(db)
     return {
       db,

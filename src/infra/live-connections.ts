@@ -2,11 +2,12 @@
 // connection on Postgres. Reads on the delivery path (loading logged events, resolving recipients,
 // session checks): on Postgres a small pool of their own, so a write pool saturated by requests never
 // holds deliveries back behind queued transactions; on PGlite the one embedded connection.
-import { Kysely, PostgresDialect, sql } from 'kysely'
-import pg from 'pg'
+import { Kysely, sql } from 'kysely'
 import type { Config } from '../config.js'
 import type { Logger } from '../core/deps.js'
 import type { DatabaseHandle, Db } from '../db/database.js'
+import { OutageAwarePostgresDialect } from '../db/outage-dialect.js'
+import { createPostgresPool } from '../db/postgres-pool.js'
 import type { Database } from '../db/schema.js'
 import { pgliteListener, postgresListener, type NotificationListener } from './notification-listener.js'
 
@@ -28,9 +29,8 @@ export function liveConnectionsFor (database: DatabaseHandle, config: Config, lo
     }
   }
   if (config.databaseUrl === undefined) throw new Error('a Postgres database needs DATABASE_URL for its live connections')
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, application_name: 'canvas-live-reads' })
-  pool.on('error', () => {}) // an idle client's error; the next query reports it
-  const readDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const pool = createPostgresPool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, applicationName: 'canvas-live-reads' })
+  const readDb = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
   return {
     listener: postgresListener(config.databaseUrl, log),
     readDb,

@@ -1,11 +1,13 @@
 // The LISTEN side of Postgres notifications, for the live event channel (src/core/live).
 // Embedded: PGlite delivers notifications in-process, on commit, to every callback registered on
 // the instance (two apps sharing one PGlite both hear everything). Postgres: one dedicated
-// `pg.Client` (a pooled client would lose its LISTEN when returned to the pool), reconnected with
-// backoff; after a reconnect `onResume` handlers run so callers can catch up on what the gap hid.
+// `pg.Client` (a pooled client would lose its LISTEN when returned to the pool), reconnected at
+// least every 250 ms; after a reconnect `onResume` handlers run so callers can catch up on what the
+// gap hid.
 import type { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import type { Logger } from '../core/deps.js'
+import { CONNECT_TIMEOUT_MS } from '../db/postgres-pool.js'
 
 export type NotificationHandler = (payload: string) => void
 
@@ -49,7 +51,13 @@ export function pgliteListener (pglite: PGlite, run: (statement: string) => Prom
   }
 }
 
-/** Postgres: a dedicated connection that is re-established (with backoff up to 5 s) whenever it drops. */
+// A lost listening connection is retried quickly and often: until it is back, this instance hears
+// nothing from the others. An attempt against a server that is down fails at once (refused), so
+// retrying every quarter second costs next to nothing, and recovery follows the server within that.
+const RECONNECT_FIRST_MS = 50
+const RECONNECT_MAX_MS = 250
+
+/** Postgres: a dedicated connection that is re-established (every 250 ms at most) whenever it drops. */
 export function postgresListener (connectionString: string, log: Logger): NotificationListener {
   const handlers = new Map<string, NotificationHandler>()
   const resumeHandlers: Array<() => void> = []
@@ -60,20 +68,43 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
   let connecting: Promise<void> | undefined
 
   async function connect (): Promise<void> {
-    const next = new pg.Client({ connectionString, keepAlive: true, application_name: 'canvas-live-listener' })
+    // A connect attempt that hangs (an unreachable host) gives up like the pools' do, and the next starts.
+    const next = new pg.Client({ connectionString, keepAlive: true, application_name: 'canvas-live-listener', connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+    // Listeners go on before anything can fail: pg emits 'error' on the client whenever its
+    // connection breaks, and an 'error' nobody hears ends the process. Until this client is the
+    // current one, a break only fails this attempt.
+    let broken: Error | undefined
     next.on('notification', (message) => {
       if (message.payload !== undefined) handlers.get(message.channel)?.(message.payload)
     })
-    next.on('error', (error) => { lost(next, error) })
-    next.on('end', () => { lost(next, undefined) })
-    await next.connect()
-    for (const channel of handlers.keys()) await next.query(`listen ${channel}`)
+    next.on('error', (error) => {
+      if (next === client) lost(next, error)
+      else broken ??= error
+    })
+    next.on('end', () => {
+      if (next === client) lost(next, undefined)
+      else broken ??= new Error('Connection terminated')
+    })
+    try {
+      await next.connect()
+      for (const channel of handlers.keys()) await next.query(`listen ${channel}`)
+      if (broken !== undefined) throw broken
+    } catch (error) {
+      next.end().catch(() => {})
+      throw error
+    }
     if (closed) {
       await next.end().catch(() => {})
       return
     }
     client = next
     attempt = 0
+  }
+
+  /** One connect attempt at a time, whoever asks (the first listen, or a reconnect). */
+  async function ensureConnected (): Promise<void> {
+    connecting ??= connect().finally(() => { connecting = undefined })
+    await connecting
   }
 
   function lost (which: pg.Client, error: Error | undefined): void {
@@ -84,18 +115,28 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
     scheduleReconnect()
   }
 
+  function resumed (): void {
+    log.info({}, 'live events: notification connection restored')
+    for (const handler of resumeHandlers) {
+      try {
+        handler()
+      } catch (error) {
+        log.error({ err: error }, 'live events: a resume handler failed')
+      }
+    }
+  }
+
   function scheduleReconnect (): void {
     if (closed || reconnectTimer !== undefined) return
-    const delay = Math.min(100 * 2 ** attempt, 5_000)
+    const delay = Math.min(RECONNECT_FIRST_MS * 2 ** attempt, RECONNECT_MAX_MS)
     attempt++
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined
-      connect().then(() => {
-        if (closed) return
-        log.info({}, 'live events: notification connection restored')
-        for (const handler of resumeHandlers) handler()
+      ensureConnected().then(() => {
+        if (!closed) resumed()
       }, (error: unknown) => {
-        log.warn({ err: error }, 'live events: reconnect failed')
+        // Every failed attempt of a long outage would be one line four times a second: log the first.
+        if (attempt === 1) log.warn({ err: error }, 'live events: reconnect failed, retrying')
         scheduleReconnect()
       })
     }, delay)
@@ -105,12 +146,8 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
     async listen (channel, handler) {
       checkChannel(channel)
       handlers.set(channel, handler)
-      if (client === undefined) {
-        connecting ??= connect().finally(() => { connecting = undefined })
-        await connecting
-      } else {
-        await client.query(`listen ${channel}`)
-      }
+      if (client === undefined) await ensureConnected()
+      else await client.query(`listen ${channel}`)
     },
     onResume (handler) {
       resumeHandlers.push(handler)

@@ -69,6 +69,7 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
   let started = false
   let stopped = false
   let retryTimer: NodeJS.Timeout | undefined
+  let catchUpTimer: NodeJS.Timeout | undefined
   let pruneTimer: NodeJS.Timeout | undefined
   const outbox: Array<{ event: NewEvent, done: (error?: unknown) => void }> = []
   let appending = false
@@ -135,11 +136,18 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
   channel.on('e', (body) => {
     if (/^\d+$/.test(body)) heardUpTo(BigInt(body))
   })
-  channel.onResume(() => {
+  // After the listening connection came back, nothing announces what committed during the gap, so
+  // the newest id is read until that succeeds: giving up would leave those events undelivered until
+  // some later event happened to be heard.
+  function catchUp (): void {
+    if (stopped) return
     logBounds(readDb).then(({ newest }) => { heardUpTo(BigInt(newest)) }, (error: unknown) => {
-      log.error({ err: error }, 'live events: catching up after reconnect failed')
+      if (stopped) return
+      log.error({ err: error }, 'live events: catching up after reconnect failed, retrying')
+      catchUpTimer ??= setTimeout(() => { catchUpTimer = undefined; catchUp() }, RETRY_LOAD_MS)
     })
-  })
+  }
+  channel.onResume(catchUp)
 
   async function prune (): Promise<number> {
     return await pruneEventsBefore(db, new Date(clock.now().getTime() - EVENT_LOG_RETENTION_MS))
@@ -185,6 +193,7 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
       stopped = true
       listeners.clear()
       if (retryTimer !== undefined) clearTimeout(retryTimer)
+      if (catchUpTimer !== undefined) clearTimeout(catchUpTimer)
       if (pruneTimer !== undefined) clearInterval(pruneTimer)
     }
   }

@@ -1,0 +1,95 @@
+// Kysely's Postgres dialect with outages translated at the source: every driver step that talks to
+// the server (taking a connection, a query, begin/commit/rollback, savepoints) turns a lost or
+// refused connection into AppError `unavailable`, so every operation of the core answers 503 /
+// UNAVAILABLE during an outage without knowing about it. Other errors pass through unchanged.
+import {
+  PostgresDialect,
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryCompiler,
+  type QueryResult,
+  type TransactionSettings
+} from 'kysely'
+import { translateOutage } from './outage-errors.js'
+
+async function translated<T> (step: () => Promise<T>): Promise<T> {
+  try {
+    return await step()
+  } catch (error) {
+    throw translateOutage(error)
+  }
+}
+
+/** Wraps a connection of the inner driver; the driver unwraps it again for its own steps. */
+class OutageAwareConnection implements DatabaseConnection {
+  constructor (readonly inner: DatabaseConnection) {}
+
+  async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
+    return await translated(async () => await this.inner.executeQuery<R>(query))
+  }
+
+  async * streamQuery<R> (query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    try {
+      yield * this.inner.streamQuery<R>(query, chunkSize)
+    } catch (error) {
+      throw translateOutage(error)
+    }
+  }
+}
+
+function unwrap (connection: DatabaseConnection): DatabaseConnection {
+  return connection instanceof OutageAwareConnection ? connection.inner : connection
+}
+
+type CompileQuery = QueryCompiler['compileQuery']
+
+class OutageAwareDriver implements Driver {
+  constructor (private readonly inner: Driver) {}
+
+  async init (): Promise<void> {
+    await translated(async () => { await this.inner.init() })
+  }
+
+  async acquireConnection (): Promise<DatabaseConnection> {
+    return new OutageAwareConnection(await translated(async () => await this.inner.acquireConnection()))
+  }
+
+  async beginTransaction (connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    await translated(async () => { await this.inner.beginTransaction(unwrap(connection), settings) })
+  }
+
+  async commitTransaction (connection: DatabaseConnection): Promise<void> {
+    await translated(async () => { await this.inner.commitTransaction(unwrap(connection)) })
+  }
+
+  async rollbackTransaction (connection: DatabaseConnection): Promise<void> {
+    await translated(async () => { await this.inner.rollbackTransaction(unwrap(connection)) })
+  }
+
+  async savepoint (connection: DatabaseConnection, name: string, compileQuery: CompileQuery): Promise<void> {
+    await translated(async () => { await this.inner.savepoint?.(unwrap(connection), name, compileQuery) })
+  }
+
+  async rollbackToSavepoint (connection: DatabaseConnection, name: string, compileQuery: CompileQuery): Promise<void> {
+    await translated(async () => { await this.inner.rollbackToSavepoint?.(unwrap(connection), name, compileQuery) })
+  }
+
+  async releaseSavepoint (connection: DatabaseConnection, name: string, compileQuery: CompileQuery): Promise<void> {
+    await translated(async () => { await this.inner.releaseSavepoint?.(unwrap(connection), name, compileQuery) })
+  }
+
+  async releaseConnection (connection: DatabaseConnection): Promise<void> {
+    await this.inner.releaseConnection(unwrap(connection))
+  }
+
+  async destroy (): Promise<void> {
+    await this.inner.destroy()
+  }
+}
+
+export class OutageAwarePostgresDialect extends PostgresDialect {
+  override createDriver (): Driver {
+    return new OutageAwareDriver(super.createDriver())
+  }
+}
