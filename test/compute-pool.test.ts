@@ -4,7 +4,7 @@
 // retry time); close() lets running tasks finish and refuses the rest. Also the COMPUTE_* settings.
 import t from 'tap'
 import { fileURLToPath } from 'node:url'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, getPriority } from 'node:os'
 import { ComputeFailedError, ComputeTimeoutError, createComputePool, type ComputePoolOptions } from '../src/compute/pool.js'
 import { ConfigError, loadConfig } from '../src/config.js'
 import { AppError } from '../src/core/errors.js'
@@ -30,11 +30,15 @@ async function failure (promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected the task to fail')
 }
 
-t.test('a task runs on a worker thread and answers', async (t) => {
+t.test('a task runs on a worker thread, at a lower priority than the event loop, and answers', async (t) => {
   const { run } = poolOf()
+  const mainPriority = getPriority()
   const answer = await run({ kind: 'echo', value: 'hello' })
   t.equal(answer.value, 'hello')
   t.not(answer.threadId, 0, 'not the main thread')
+  t.equal(getPriority(), mainPriority, 'the main thread keeps its priority')
+  // Linux sets a nice value per thread; elsewhere piscina may leave the worker as it is.
+  if (process.platform === 'linux') t.equal(answer.priority, Math.min(19, mainPriority + 10), 'the worker is niced by 10')
 })
 
 t.test('a task that throws, exhausts its heap or exits fails alone with a clear error; the pool serves on', async (t) => {

@@ -88,6 +88,9 @@ export function createComputePool (options: ComputePoolOptions): ComputePool {
     minThreads: threads,
     maxThreads: threads,
     resourceLimits: { maxOldGenerationSizeMb: options.memoryMb },
+    // Workers yield the CPU to the event loop (and to the database on the same machine) whenever
+    // both want it: heavy work may wait, answers to requests should not (Linux: per-thread nice).
+    niceIncrement: 10,
     closeTimeout: options.closeTimeoutMs ?? 3000
   })
   // Without a listener an error event would throw: piscina emits one when an idle worker fails

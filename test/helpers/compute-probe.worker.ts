@@ -1,5 +1,6 @@
 // A worker module for the pool's own tests (test/compute-pool.test.ts): each input asks the worker
 // to behave one way — answer, throw, spin, exhaust its heap, or exit.
+import { getPriority } from 'node:os'
 import { threadId } from 'node:worker_threads'
 
 export type ProbeInput =
@@ -10,10 +11,10 @@ export type ProbeInput =
   | { kind: 'oom' }
   | { kind: 'exit' }
 
-export default function probe (input: ProbeInput): { threadId: number, value?: string } {
+export default function probe (input: ProbeInput): { threadId: number, priority?: number, value?: string } {
   switch (input.kind) {
     case 'echo':
-      return { threadId, value: input.value }
+      return { threadId, priority: getPriority(), value: input.value }
     case 'busy': {
       const until = Date.now() + input.ms
       while (Date.now() < until) { /* CPU-bound, like a real task */ }
