@@ -82,20 +82,26 @@ function shuttingDown (): AppError {
 
 export function createComputePool (options: ComputePoolOptions): ComputePool {
   const { threads, queue, log } = options
-  const piscina = new Piscina({
-    // A fixed set of threads: piscina replaces a lost worker only up to minThreads, so with fewer
-    // a crash could leave queued tasks without a thread until the next submission.
-    minThreads: threads,
-    maxThreads: threads,
-    resourceLimits: { maxOldGenerationSizeMb: options.memoryMb },
-    // Workers yield the CPU to the event loop (and to the database on the same machine) whenever
-    // both want it: heavy work may wait, answers to requests should not (Linux: per-thread nice).
-    niceIncrement: 10,
-    closeTimeout: options.closeTimeoutMs ?? 3000
-  })
-  // Without a listener an error event would throw: piscina emits one when an idle worker fails
-  // or close() times out; tasks in flight get their own error.
-  piscina.on('error', (error: unknown) => { log.error({ err: error }, 'compute pool: worker error') })
+  // Started by the first task, so a service (or a test) that never runs one starts no thread.
+  let instance: Piscina | undefined
+  function piscina (): Piscina {
+    if (instance !== undefined) return instance
+    instance = new Piscina({
+      // A fixed set of threads: piscina replaces a lost worker only up to minThreads, so with
+      // fewer a crash could leave queued tasks without a thread until the next submission.
+      minThreads: threads,
+      maxThreads: threads,
+      resourceLimits: { maxOldGenerationSizeMb: options.memoryMb },
+      // Workers yield the CPU to the event loop (and to a database on the same machine) whenever
+      // both want it: heavy work may wait, answers to requests should not (Linux: per-thread nice).
+      niceIncrement: 10,
+      closeTimeout: options.closeTimeoutMs ?? 3000
+    })
+    // Without a listener an error event would throw: piscina emits one when an idle worker fails
+    // or close() times out; tasks in flight get their own error.
+    instance.on('error', (error: unknown) => { log.error({ err: error }, 'compute pool: worker error') })
+    return instance
+  }
 
   // Running plus waiting tasks, counted here rather than read from piscina, whose queue also
   // admits extra tasks while workers start: this count is the bound the docs promise.
@@ -105,7 +111,7 @@ export function createComputePool (options: ComputePoolOptions): ComputePool {
   /** Seconds until the queue has likely drained: the tasks ahead of a retry at their median run
    *  time (the median, as a worker's first task also pays for loading its module). */
   function retryAfterSeconds (): number {
-    const medianMs = piscina.histogram.runTime.p50
+    const medianMs = piscina().histogram.runTime.p50
     const estimate = Number.isFinite(medianMs) ? Math.ceil(medianMs * inFlight / threads / 1000) : 1
     return Math.min(60, Math.max(1, estimate))
   }
@@ -120,7 +126,7 @@ export function createComputePool (options: ComputePoolOptions): ComputePool {
       const signal = runOptions.signal === undefined ? timeout : AbortSignal.any([timeout, runOptions.signal])
       inFlight++
       try {
-        const result: Awaited<ReturnType<Run>> = await piscina.run(input, { filename: spec.filename, signal })
+        const result: Awaited<ReturnType<Run>> = await piscina().run(input, { filename: spec.filename, signal })
         return result
       } catch (error) {
         if (runOptions.signal?.aborted === true) throw runOptions.signal.reason
@@ -137,7 +143,7 @@ export function createComputePool (options: ComputePoolOptions): ComputePool {
     task,
     async close () {
       closing = true
-      await piscina.close({ force: true })
+      await instance?.close({ force: true })
     }
   }
 }
