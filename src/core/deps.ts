@@ -19,7 +19,7 @@ export interface Logger {
 /**
  * CPU-heavy work, run off the event loop (src/compute: a worker pool) so one caller's task never
  * stalls everyone's requests. Every method may fail with `unavailable` (Retry-After) when its queue
- * is full or its time limit passes.
+ * is full or its time limit passes; a task that crashes its worker is an internal error.
  */
 export interface Compute {
   /** What `computeLayout` in canvas/layout.ts returns for these ids, computed elsewhere. */
