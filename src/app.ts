@@ -4,6 +4,7 @@ import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Server } from 'node:http'
 import type { Config } from './config.js'
+import { createCompute } from './compute/compute.js'
 import { createCore, type Core } from './core/index.js'
 import type { CoreDeps } from './core/deps.js'
 import { startLive } from './core/live/live.js'
@@ -94,7 +95,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     log: app.log,
     heartbeatMs: config.sseHeartbeatMs
   })
-  const deps: CoreDeps = { config, db: database.db, bus: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed }
+  // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
+  const compute = createCompute(config, app.log)
+  app.addHook('onClose', async () => { await compute.close() })
+  const deps: CoreDeps = { config, db: database.db, bus: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute }
   const core = createCore(deps)
   // The core's audience rule, on the live read connections: a busy write pool never delays delivery.
   const streams = live.streams(createAudience({ db: live.readDb }))

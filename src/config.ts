@@ -2,6 +2,7 @@
 // A bad value stops start-up with an error naming the variable (DECISIONS §1).
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join, resolve } from 'node:path'
 import { proxyTrust } from './http/client-ip.js'
 import type { HttpTimeouts } from './http/listener.js'
@@ -41,6 +42,10 @@ export interface Config {
   readonly http: HttpTimeouts
   /** PEM certificate chain and key from TLS_CERT_FILE / TLS_KEY_FILE: HTTPS with ALPN h2 / http/1.1. */
   readonly tls: { cert: Buffer, key: Buffer } | undefined
+  /** Worker threads for CPU-heavy work (src/compute): layouts now, CV parsing later. */
+  readonly computeThreads: number
+  /** Tasks that may wait for a thread; past that a task is refused with 503 / `unavailable`. */
+  readonly computeQueue: number
 }
 
 export class ConfigError extends Error {
@@ -165,6 +170,8 @@ function jwtSecret (env: Env, nodeEnv: NodeEnv, dataDir: string): string {
 export function loadConfig (env: Env = process.env): Config {
   const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', ['development', 'production', 'test'], 'development')
   const port = integer(env, 'PORT', 8080, 0, 65535)
+  // One core is left to the event loop, which answers every request.
+  const computeThreads = integer(env, 'COMPUTE_THREADS', Math.max(1, availableParallelism() - 1), 1, 256)
   const dataDir = resolve(text(env, 'DATA_DIR') ?? './data')
   const appUrl = url(env, 'APP_URL', ['http:', 'https:']) ?? `http://localhost:${port}`
   const config: Config = {
@@ -193,7 +200,11 @@ export function loadConfig (env: Env = process.env): Config {
     oidcJwksUrl: url(env, 'OIDC_JWKS_URL', ['http:', 'https:']),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], nodeEnv === 'test' ? 'silent' : 'info'),
     http: httpTimeouts(env),
-    tls: tlsFiles(env)
+    tls: tlsFiles(env),
+    computeThreads,
+    // A few tasks per thread absorb a burst; a longer queue would only make callers wait for
+    // answers they may have given up on.
+    computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000)
   }
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {
     throw new ConfigError(config.rtcAppId === undefined ? 'RTC_APP_ID' : 'RTC_APP_CERTIFICATE', 'RTC_APP_ID and RTC_APP_CERTIFICATE must be set together')

@@ -7,11 +7,23 @@ import type { Mailer } from '../infra/mail.js'
 import type { EventBus } from './events.js'
 import type { SessionSignals } from './auth/session-signals.js'
 import type { CursorFeed } from './cursors/cursors.types.js'
+import type { TilePosition } from './canvas/canvas.types.js'
+import type { LayoutAlgorithm } from './canvas/layout.js'
 
 export interface Logger {
   info (details: Record<string, unknown>, message: string): void
   warn (details: Record<string, unknown>, message: string): void
   error (details: Record<string, unknown>, message: string): void
+}
+
+/**
+ * CPU-heavy work, run off the event loop (src/compute: a worker pool) so one caller's task never
+ * stalls everyone's requests. Every method may fail with `unavailable` (Retry-After) when its queue
+ * is full or its time limit passes; a task that crashes its worker is an internal error.
+ */
+export interface Compute {
+  /** What `computeLayout` in canvas/layout.ts returns for these ids, computed elsewhere. */
+  layout (algorithm: LayoutAlgorithm, tileIds: readonly string[]): Promise<TilePosition[]>
 }
 
 export interface CoreDeps {
@@ -25,4 +37,5 @@ export interface CoreDeps {
   readonly sessionSignals: SessionSignals
   /** Where cursor reports go (coalesced and relayed to every instance; never stored). */
   readonly cursorFeed: CursorFeed
+  readonly compute: Compute
 }

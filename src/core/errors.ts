@@ -11,8 +11,9 @@ export type ErrorKind =
   | 'conflict' // duplicate or constraint
   | 'precondition' // the operation is not allowed in the resource's current state
   | 'aborted' // a concurrent change won (stale version)
+  | 'limit_reached' // a documented bound on how many of a thing may exist (tiles in a room)
   | 'rate_limited'
-  | 'unavailable' // a dependency (mail, RTC provider) is down or not configured
+  | 'unavailable' // a dependency (mail, RTC provider) is down or not configured, or the compute queue is full
 
 export interface FieldViolation {
   field: string
@@ -24,7 +25,7 @@ export class AppError extends Error {
     readonly kind: ErrorKind,
     message: string,
     readonly violations: readonly FieldViolation[] = [],
-    /** Seconds until a retry can succeed (rate limits). */
+    /** Seconds until a retry can succeed (rate limits, a full compute queue). */
     readonly retryAfter?: number
   ) {
     super(message)

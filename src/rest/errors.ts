@@ -12,6 +12,7 @@ const STATUS: Record<ErrorKind, { status: number, error: string }> = {
   conflict: { status: 409, error: 'Conflict' },
   precondition: { status: 409, error: 'FailedPrecondition' },
   aborted: { status: 409, error: 'Conflict' },
+  limit_reached: { status: 409, error: 'LimitReached' },
   rate_limited: { status: 429, error: 'Rate limit exceeded' },
   unavailable: { status: 503, error: 'ServiceUnavailable' }
 }

@@ -18,6 +18,7 @@ const CODE: Record<ErrorKind, Code> = {
   conflict: Code.AlreadyExists,
   precondition: Code.FailedPrecondition,
   aborted: Code.Aborted,
+  limit_reached: Code.FailedPrecondition,
   rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable
 }

@@ -1,5 +1,6 @@
 // Canvas operations (DECISIONS §6): move one tile, move many atomically, compute and validate a
-// layout, read the canvas state. Geometry is in grid.ts, layout algorithms in layout.ts.
+// layout, read the canvas state. Geometry is in grid.ts, layout algorithms in layout.ts (run off the
+// event loop through deps.compute).
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { notFound, validationError } from '../errors.js'
@@ -13,7 +14,6 @@ import {
   type CanvasState, type LayoutResult, type LayoutValidation, type PositionResult, type TilePosition
 } from './canvas.types.js'
 import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, compare, layoutIssues, snapPosition } from './grid.js'
-import { computeLayout } from './layout.js'
 import { moveTile } from './tile-move.js'
 
 const byTileId = (a: TilePosition, b: TilePosition): number => compare(a.tileId, b.tileId)
@@ -26,7 +26,7 @@ function sameIds (a: readonly string[], b: readonly string[]): boolean {
 }
 
 export function createCanvas (deps: CoreDeps) {
-  const { db, bus, clock } = deps
+  const { db, bus, clock, compute } = deps
 
   return {
     async updatePosition (actor: Actor, input: unknown): Promise<PositionResult> {
@@ -86,16 +86,16 @@ export function createCanvas (deps: CoreDeps) {
     async computeLayout (actor: Actor, input: unknown): Promise<LayoutResult> {
       const { roomId, algorithm } = parseInput(ComputeLayoutInput, input)
       await loadVisibleRoom(db, actor, roomId)
-      // Computed before the transaction so locks are not held while the simulation runs.
+      // Computed (in the worker pool) before the transaction so locks are not held meanwhile.
       let ids = await repo.tileIdsInRoom(db, roomId)
-      let positions = computeLayout(algorithm, ids)
+      let positions = await compute.layout(algorithm, ids)
       const now = clock.now()
       await db.transaction().execute(async (trx) => {
         await loadVisibleRoom(trx, actor, roomId, 'share')
         const locked = await repo.lockRoomTiles(trx, roomId)
         if (!sameIds(locked, ids)) {
           ids = locked // tiles were added or removed meanwhile: lay out what is there now
-          positions = computeLayout(algorithm, ids)
+          positions = await compute.layout(algorithm, ids)
         }
         await repo.setTilePositions(trx, positions, now)
         await joinRoom(trx, roomId, actor.userId, now)

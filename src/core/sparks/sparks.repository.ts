@@ -24,6 +24,24 @@ export async function insertSpark (db: Db, spark: { id: string, roomId: string, 
   }).returningAll().executeTakeFirstOrThrow()
 }
 
+/** Arbitrary, fixed: keeps these advisory locks apart from any other use of pg_advisory_xact_lock. */
+const SPARK_CREATE_LOCK_CLASS = 0x5350 // "SP"
+
+/**
+ * Serialises spark creation in one room until the transaction ends, so a count taken after it stays
+ * true until commit. An advisory lock, not a row lock on the room: creators already hold the room
+ * FOR SHARE, and two of them upgrading to FOR UPDATE would deadlock. Rooms whose ids hash alike
+ * only wait on each other.
+ */
+export async function lockSparkCreation (db: Db, roomId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${SPARK_CREATE_LOCK_CLASS}::int, hashtext(${roomId}))`.execute(db)
+}
+
+export async function countSparksInRoom (db: Db, roomId: string): Promise<number> {
+  const { total } = await db.selectFrom('sparks').select(sql<number>`count(*)::int`.as('total')).where('room_id', '=', roomId).executeTakeFirstOrThrow()
+  return total
+}
+
 export async function findSparkWithRoom (db: Db, id: string): Promise<SparkWithRoom | undefined> {
   return await db.selectFrom('sparks')
     .innerJoin('rooms', 'rooms.id', 'sparks.room_id')

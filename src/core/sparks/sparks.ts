@@ -7,6 +7,7 @@ import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { loadVisibleRoom, requireSparkEditor, requireVisibleTile } from '../rooms/room-access.js'
 import { joinRoom } from '../rooms/room-members.repository.js'
 import { moveTile } from '../canvas/tile-move.js'
+import { MAX_TILES_PER_ROOM, TILE_LIMIT_MESSAGE } from '../canvas/tile-limit.js'
 import type { PositionResult } from '../canvas/canvas.types.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
@@ -42,12 +43,18 @@ export function createSparks (deps: CoreDeps) {
       return toSpark(requireVisibleTile(await repo.findSparkWithRoom(db, sparkId), actor, 'Spark'))
     },
 
-    /** Any signed-in user who can see the room. The position is stored as given (moves snap). */
+    /**
+     * Any signed-in user who can see the room, while it holds fewer than MAX_TILES_PER_ROOM sparks
+     * (then `limit_reached`). The position is stored as given (moves snap).
+     */
     async create (actor: Actor, input: unknown): Promise<Spark> {
       const { title, content, roomId, x, y } = parseInput(CreateSparkInput, input)
       const now = clock.now()
       const row = await db.transaction().execute(async (trx) => {
         await loadVisibleRoom(trx, actor, roomId, 'share')
+        // Counted under the lock: two creators racing for the last place cannot both take it.
+        await repo.lockSparkCreation(trx, roomId)
+        if (await repo.countSparksInRoom(trx, roomId) >= MAX_TILES_PER_ROOM) throw new AppError('limit_reached', TILE_LIMIT_MESSAGE)
         const spark = await repo.insertSpark(trx, { id: newId('spark'), roomId, title, content: content ?? '', x, y, createdBy: actor.userId, now })
         await joinRoom(trx, roomId, actor.userId, now)
         return spark

@@ -1,0 +1,39 @@
+// The core's `Compute` (CPU-heavy work, src/core/deps.ts), served by the worker pool (pool.ts); the
+// core never sees the pool. Adding a task kind (CV parsing, classification): a worker module
+// `<kind>.worker.ts` here whose default export takes one input and returns (or resolves) the result,
+// calling the core's pure function; a runner `pool.task<typeof fn>({ name, filename:
+// workerModule('<kind>.worker'), timeoutMs })` below; and a method on `Compute` that maps the
+// pool's errors (ComputeTimeoutError, ComputeFailedError) to what that operation promises.
+import type { Config } from '../config.js'
+import type { Compute, Logger } from '../core/deps.js'
+import { AppError } from '../core/errors.js'
+import type layoutTask from './layout.worker.js'
+import { ComputeTimeoutError, createComputePool, workerModule } from './pool.js'
+
+/** Heap cap of each worker: far above what a layout of a full room (canvas/tile-limit.ts) needs, far
+ *  below what would crowd the process. */
+const WORKER_MEMORY_MB = 256
+
+/** Generous: a layout of a full room is meant to take at most 2 s (bench/layout.ts); this only stops
+ *  one that went wrong, or waited behind a queue that cannot drain. */
+const LAYOUT_TIMEOUT_MS = 30_000
+
+export function createCompute (config: Pick<Config, 'computeThreads' | 'computeQueue'>, log: Logger): { compute: Compute, close: () => Promise<void> } {
+  const pool = createComputePool({ threads: config.computeThreads, queue: config.computeQueue, memoryMb: WORKER_MEMORY_MB, log })
+  const runLayout = pool.task<typeof layoutTask>({ name: 'layout', filename: workerModule('layout.worker'), timeoutMs: LAYOUT_TIMEOUT_MS })
+
+  return {
+    compute: {
+      async layout (algorithm, tileIds) {
+        try {
+          return await runLayout({ algorithm, tileIds })
+        } catch (error) {
+          // A layout past its limit says the machine is overloaded, not that the room is bad.
+          if (error instanceof ComputeTimeoutError) throw new AppError('unavailable', `The layout took longer than ${error.timeoutMs / 1000} s and was stopped; try again later.`, [], 5)
+          throw error
+        }
+      }
+    },
+    close: pool.close
+  }
+}
