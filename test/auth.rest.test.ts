@@ -107,6 +107,31 @@ t.test('a forged link is refused', async (t) => {
   t.same(missing.json().details, [{ field: 'token', issue: 'is required' }])
 })
 
+t.test('a browser opening a used, expired or forged link is sent back to the app; API clients get the envelope', async (t) => {
+  const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8' }
+  const open = async (query: string, headers: Record<string, string>) => await s.app.inject({ method: 'GET', url: `/api/auth/authorize${query}`, headers })
+  const email = uniqueEmail()
+  await requestLogin(email)
+  const { token } = lastMailTo(s.config, email)
+  const first = await open(`?token=${token}`, browser)
+  t.equal(first.statusCode, 302, 'a good link signs the browser in')
+  t.equal(first.headers.location, 'http://app.test')
+  for (const [label, query] of [['used', `?token=${token}`], ['forged', '?token=never-issued'], ['missing', ''], ['malformed', `?token=${'x'.repeat(600)}`]]) {
+    const res = await open(query ?? '', browser)
+    t.equal(res.statusCode, 302, `${label}: redirect`)
+    t.equal(res.headers.location, 'http://app.test/?signin=invalid', `${label}: to the app`)
+    t.notOk(res.cookies.find((c) => c.name === 'app_session'), `${label}: no cookie`)
+  }
+  const api = await open(`?token=${token}`, { accept: 'application/json' })
+  t.equal(api.statusCode, 400)
+  t.equal(api.json().error, 'InvalidToken')
+  const expiredEmail = uniqueEmail()
+  await requestLogin(expiredEmail)
+  const expiring = lastMailTo(s.config, expiredEmail).token
+  clock.advance(10 * 60_000 + 1)
+  t.equal((await open(`?token=${expiring}`, browser)).headers.location, 'http://app.test/?signin=invalid', 'expired: to the app')
+})
+
 t.test('two parallel redemptions of one link: exactly one wins', async (t) => {
   const email = uniqueEmail()
   await requestLogin(email)

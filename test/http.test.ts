@@ -94,6 +94,28 @@ t.test('REST CORS: only the configured origin, with credentials', async (t) => {
   t.not(foreign.headers['access-control-allow-origin'], '*')
 })
 
+t.test('REST CORS as a browser on CORS_ORIGIN sends it: credentialed PATCH and DELETE preflights, exposed headers', async (t) => {
+  for (const method of ['PATCH', 'DELETE']) {
+    const preflight = await s.app.inject({
+      method: 'OPTIONS',
+      url: '/api/sparks/spark_x',
+      headers: { origin: 'http://app.test', 'access-control-request-method': method, 'access-control-request-headers': 'content-type,if-match' }
+    })
+    t.equal(preflight.statusCode, 204, method)
+    t.equal(preflight.headers['access-control-allow-origin'], 'http://app.test')
+    t.equal(preflight.headers['access-control-allow-credentials'], 'true')
+    t.match(preflight.headers['access-control-allow-methods'], new RegExp(`\\b${method}\\b`), `${method} allowed`)
+    const allowedHeaders = String(preflight.headers['access-control-allow-headers']).toLowerCase()
+    for (const header of ['content-type', 'if-match', 'idempotency-key', 'last-event-id', 'x-request-id']) t.ok(allowedHeaders.includes(header), `${method}: ${header} allowed`)
+  }
+  const actualApi = await s.app.inject({ method: 'GET', url: '/api/auth/me', headers: { origin: 'http://app.test' } })
+  const exposed = String(actualApi.headers['access-control-expose-headers']).toLowerCase()
+  for (const header of ['etag', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-request-id']) {
+    t.ok(exposed.includes(header), `${header} exposed`)
+  }
+  t.equal(actualApi.headers['access-control-allow-origin'], 'http://app.test')
+})
+
 t.test('RPC CORS: every origin, never credentials', async (t) => {
   const res = await s.app.inject({
     method: 'OPTIONS',

@@ -2,10 +2,29 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
+import { AppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import { RequestLoginInput, TokenInput } from '../core/auth/auth.types.js'
 import { actorOf } from './identity.js'
 import { SESSION_COOKIE } from './route-config.js'
+
+/** The quality a media type gets in an Accept header (0 when not listed by name). */
+function qualityOf (accept: string, type: string): number {
+  for (const range of accept.split(',')) {
+    const [name = '', ...parameters] = range.split(';').map((part) => part.trim().toLowerCase())
+    if (name !== type) continue
+    const q = parameters.find((p) => p.startsWith('q='))
+    return q === undefined ? 1 : Number(q.slice(2)) || 0
+  }
+  return 0
+}
+
+/** A browser navigating: it asks for HTML by name, at least as much as for JSON. */
+function prefersHtml (accept: string | undefined): boolean {
+  if (accept === undefined) return false
+  const html = qualityOf(accept, 'text/html')
+  return html > 0 && html >= qualityOf(accept, 'application/json')
+}
 
 export function authRoutes (core: Core, config: Config) {
   const cookieOptions = {
@@ -23,7 +42,17 @@ export function authRoutes (core: Core, config: Config) {
       return { data: { sent: true, expiresAt } }
     })
 
-    r.get('/authorize', { schema: { querystring: TokenInput }, config: { operation: 'auth.openSignInLink' } }, async (request, reply) => {
+    r.get('/authorize', {
+      schema: { querystring: TokenInput },
+      config: { operation: 'auth.openSignInLink' },
+      // A browser opening a used, expired or forged link goes back to the app, which says so
+      // (DECISIONS §14), rather than to a JSON page; API clients keep the 400 envelope.
+      errorHandler: async (error, request, reply) => {
+        const refusedLink = error instanceof AppError && (error.kind === 'invalid_token' || error.kind === 'validation')
+        if (refusedLink && prefersHtml(request.headers.accept)) return await reply.redirect(`${config.appUrl}/?signin=invalid`, 302)
+        throw error
+      }
+    }, async (request, reply) => {
       const { sessionToken, maxAgeSeconds } = await core.auth.signInWithLink(request.query)
       void reply.setCookie(SESSION_COOKIE, sessionToken, { ...cookieOptions, maxAge: maxAgeSeconds })
       return await reply.redirect(config.appUrl, 302)

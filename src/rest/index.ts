@@ -23,10 +23,14 @@ export interface RestOptions {
 }
 
 export async function restApi (app: FastifyInstance, { core, config, limiter, live }: RestOptions): Promise<void> {
+  // DECISIONS §14: every method the API has and every request header it reads, for the one origin.
   await app.register(cors, {
     origin: config.corsOrigin,
     credentials: true,
-    exposedHeaders: ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
+    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
+    allowedHeaders: ['Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
+    exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id'],
+    maxAge: 7200
   })
   app.setValidatorCompiler(typeBoxValidatorCompiler)
   installRequestGate(app, core, limiter)
