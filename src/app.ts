@@ -98,7 +98,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
   const compute = createCompute(config, app.log)
   app.addHook('onClose', async () => { await compute.close() })
-  const deps: CoreDeps = { config, db: database.db, bus: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute }
+  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute }
   const core = createCore(deps)
   // The core's audience rule, on the live read connections: a busy write pool never delays delivery.
   const streams = live.streams(createAudience({ db: live.readDb }))

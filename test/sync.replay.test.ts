@@ -4,9 +4,10 @@
 import t, { type Test } from 'tap'
 import { sql } from 'kysely'
 import { EventSource } from 'eventsource'
+import { comparePositions, formatPosition, LOG_START, parsePosition, type LogPosition } from '../src/core/live/log-position.js'
 import { movableClock, startApp, uniqueClientIp, type TestApp } from './helpers/app.js'
 import { signInPerson, type Person } from './helpers/people.js'
-import { ofType, openStream, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
+import { ofType, openStream, positionsIncrease, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
 
 const s = await startApp({ SSE_HEARTBEAT_MS: '1000' })
 t.teardown(s.close)
@@ -26,10 +27,8 @@ async function sharedRoom (owner: Person, member: Person): Promise<string> {
 
 const titled = (title: string) => (m: SseMessage): boolean => m.event === 'message' && m.json.payload?.title === title
 const sparkTitles = (on: SseStream): string[] => on.events().filter((m) => m.json.type === 'spark:created').map((m) => String(m.json.payload?.title))
-const increasing = (on: SseStream): boolean => {
-  const ids = on.events().filter((m) => m.id !== undefined).map((m) => BigInt(m.id ?? '0'))
-  return ids.every((id, i) => i === 0 || id > (ids[i - 1] ?? 0n))
-}
+const positionOf = (id: string | undefined): LogPosition => parsePosition(id ?? '') ?? LOG_START
+const increasing = positionsIncrease
 
 t.test('a reconnect with Last-Event-ID gets exactly what it missed and may see, in order, then live events', async (t) => {
   const owner = await signInPerson(s, 'replay-owner')
@@ -54,7 +53,7 @@ t.test('a reconnect with Last-Event-ID gets exactly what it missed and may see, 
   await second.waitFor(titled('five'))
   t.same(second.events().map((m) => m.json.type === 'room:updated' ? 'renamed' : m.json.payload?.title), ['three', 'renamed', 'four', 'five'], 'the missed events the member may see, in order, then the live one; nothing twice')
   t.ok(increasing(second))
-  t.ok(BigInt(second.events()[0]?.id ?? '0') > BigInt(lastSeen.id ?? '0'))
+  t.ok(comparePositions(positionOf(second.events()[0]?.id), positionOf(lastSeen.id)) > 0)
 
   const fresh = await stream(t, s, member)
   await owner.rest('POST', '/api/sparks', { title: 'six', content: '', roomId, x: 1000, y: 0 })
@@ -156,13 +155,13 @@ t.test('ids the log cannot replay get a documented sync:reset, then live events'
   await resumed.waitFor((m) => m.json.payload?.name === 'resumed')
   t.same(resumed.events().map((m) => m.json.payload?.name), ['after reset', 'resumed'], 'resuming from the reset id replays what followed it')
 
-  for (const [header, reason] of [['99999999999', 'unknown-id'], ['not-a-number', 'unknown-id']] as const) {
+  for (const [header, reason] of [['99999999999-1', 'unknown-id'], ['not-a-position', 'unknown-id']] as const) {
     const odd = await stream(t, own, user, header)
     t.same((await odd.waitFor(ofType('sync:reset'))).json.payload, { reason, lastEventId: header }, `Last-Event-ID ${header}`)
   }
 
   // More than 5,000 missed events: a refetch beats a replay.
-  const before = (await own.app.live.bus.bounds()).newest
+  const before = formatPosition((await own.app.live.bus.bounds()).newest)
   await sql`insert into event_log (type, payload, audience, user_id)
     select 'room:updated', '{}'::jsonb, ${JSON.stringify({ kind: 'users', userIds: ['user_nobody'] })}::jsonb, null from generate_series(1, 5001)`.execute(own.app.deps.db)
   const behind = await stream(t, own, user, before)

@@ -2,15 +2,17 @@
 // event (the actor's other device, a member, never an outsider), RPC writes on the REST stream,
 // visibility at delivery time, rolled-back writes, stream caps, and streams ending with their session.
 import t, { type Test } from 'tap'
+import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
+import { Code } from '@connectrpc/connect'
+import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { SparksService } from '../src/gen/app/sparks/v1/sparks_pb.js'
-import { appendEvents } from '../src/core/live/event-log.repository.js'
-import { LIVE_CHANNEL } from '../src/core/live/live-channel.js'
+import { insertEvents } from '../src/core/event-log.repository.js'
 import { lastMailTo, movableClock, startApp, uniqueClientIp } from './helpers/app.js'
 import { rpcError, signInPerson, type Person } from './helpers/people.js'
 import { rpcClient, signInWithRpc } from './helpers/sign-in.js'
-import { ofType, openStream, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
+import { ofType, openStream, positionsIncrease, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
 
 const clock = movableClock()
 const s = await startApp({ SSE_HEARTBEAT_MS: '200' }, { clock })
@@ -85,7 +87,7 @@ t.test('room, spark and canvas events reach the actor’s other device and a mem
     const message = await device.waitFor(ofType('room:created'))
     t.same(message.json, { type: 'room:created', payload: created, timestamp: message.json.timestamp, userId: owner.userId }, 'the SPEC envelope, nothing more')
     t.match(message.json.timestamp, ISO_MS)
-    t.match(message.id, /^\d+$/, 'every event carries an id')
+    t.match(message.id, /^\d+-\d+$/, 'every event carries an id (a log position)')
   }
   t.equal((await member.rest('GET', `/api/canvas/state?roomId=${roomId}`)).statusCode, 200, 'the member opens the canvas')
 
@@ -113,8 +115,7 @@ t.test('room, spark and canvas events reach the actor’s other device and a mem
   t.same((await ownerBrowser.waitFor(ofType('room:deleted'))).json.payload, { id: roomId })
   t.same((await ownerBrowser.waitFor(ofType('spark:deleted'))).json.payload, { id: sparkId, roomId })
 
-  const ids = ownerBrowser.events().map((m) => BigInt(m.id ?? '0'))
-  t.ok(ids.every((id, i) => i === 0 || id > (ids[i - 1] ?? 0n)), 'ids increase along the stream')
+  t.ok(positionsIncrease(ownerBrowser), 'ids increase along the stream')
   t.notOk(ownerBrowser.events().some((m) => 'audience' in m.json), 'the internal audience never leaves the server')
 
   // The outsider's own room is a marker: everything published before it would have arrived first.
@@ -162,9 +163,9 @@ t.test('nothing is delivered for a rolled-back write', async (t) => {
   const refused = await owner.rest('PATCH', '/api/canvas/positions/batch', { updates: [{ tileId: spark.id, x: 500, y: 500 }, { tileId: 'spark_missing', x: 0, y: 0 }] })
   t.equal(refused.statusCode, 404, 'the batch fails as a whole')
 
-  // The log and its notification commit together: an append inside a transaction that rolls back is never heard.
+  // An event written inside a transaction that rolls back is never delivered.
   await t.rejects(s.app.deps.db.transaction().execute(async (trx) => {
-    await appendEvents(trx, LIVE_CHANNEL, [{ type: 'room:updated', payload: { id: roomId, name: 'rolled back' }, audience: { kind: 'users', userIds: [owner.userId] }, userId: owner.userId }])
+    await insertEvents(trx, [{ type: 'room:updated', payload: { id: roomId, name: 'rolled back' }, audience: { kind: 'users', userIds: [owner.userId] }, userId: owner.userId }])
     throw new Error('roll back')
   }), { message: 'roll back' })
 
@@ -174,6 +175,35 @@ t.test('nothing is delivered for a rolled-back write', async (t) => {
   t.same((await s.app.inject({ method: 'GET', url: `/api/sparks/${spark.id as string}`, cookies: { app_session: owner.cookie } })).json().data.x, 0)
   const logged = await sql<{ n: number }>`select count(*)::int as n from event_log where payload->>'name' = 'rolled back' and payload->>'id' = ${roomId}`.execute(s.app.deps.db)
   t.equal(logged.rows[0]?.n, 0, 'and nothing of it is in the log')
+})
+
+t.test('an event that cannot be written rolls its change back (the outbox is the change\'s own transaction)', async (t) => {
+  const owner = await signInPerson(s, 'outbox')
+  const ownerStream = await stream(t, { cookie: owner.cookie })
+  const poison = `poison-${randomUUID().slice(0, 8)}`
+  const trigger = `refuse_${poison.replaceAll('-', '_')}`
+  // The event log refuses exactly this room's event, as a full disk or a broken constraint would.
+  await sql.raw(`create function ${trigger}() returns trigger language plpgsql as $$
+    begin
+      if new.payload->>'name' = '${poison}' then raise exception 'event log refused'; end if;
+      return new;
+    end $$`).execute(s.app.deps.db)
+  await sql.raw(`create trigger ${trigger} before insert on event_log for each row execute function ${trigger}()`).execute(s.app.deps.db)
+  t.teardown(async () => {
+    await sql.raw(`drop trigger ${trigger} on event_log`).execute(s.app.deps.db)
+    await sql.raw(`drop function ${trigger}()`).execute(s.app.deps.db)
+  })
+
+  const rest = await owner.rest('POST', '/api/rooms', { name: poison, isPublic: false })
+  t.equal(rest.statusCode, 500)
+  t.same(rest.json(), { error: 'InternalServerError', message: 'An unexpected error occurred.' })
+  const rpc = await rpcError(owner.rpc(RoomsService).createRoom({ name: poison }))
+  t.equal(rpc.code, Code.Internal)
+  const rooms = (await owner.rest('GET', '/api/rooms?limit=100')).json().data as Array<{ name: string }>
+  t.notOk(rooms.some((r) => r.name === poison), 'the room was not created: its change rolled back with its event')
+
+  await owner.rest('POST', '/api/rooms', { name: 'after the refusal', isPublic: false })
+  await noneBefore(t, ownerStream, (m) => m.json.payload?.name === 'after the refusal', (m) => m.json.payload?.name === poison, 'and no event of it was delivered')
 })
 
 t.test('stream caps: the 6th stream of a user and the 21st of an address get 429; slots free on close', async (t) => {

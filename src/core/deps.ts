@@ -4,7 +4,7 @@ import type { Config } from '../config.js'
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
 import type { Mailer } from '../infra/mail.js'
-import type { EventBus } from './events.js'
+import type { EventNotifier } from './events.js'
 import type { SessionSignals } from './auth/session-signals.js'
 import type { CursorFeed } from './cursors/cursors.types.js'
 import type { TilePosition } from './canvas/canvas.types.js'
@@ -29,7 +29,8 @@ export interface Compute {
 export interface CoreDeps {
   readonly config: Config
   readonly db: Db
-  readonly bus: EventBus
+  /** Woken after a transaction that published events commits (src/core/transaction.ts). */
+  readonly events: EventNotifier
   readonly mailer: Mailer
   readonly clock: Clock
   readonly log: Logger

@@ -1,5 +1,6 @@
-// The typed event map (SPEC Events) and the bus. Operations publish after their transaction
-// commits; the SSE stream subscribes. Who may receive an event is stated by its audience, and the
+// The typed event map (SPEC Events). Operations publish an event in the transaction of the change it
+// describes (src/core/transaction.ts): the event is in the log exactly when the change commits, and
+// delivery (src/core/live) reads the log. Who may receive an event is stated by its audience, and the
 // core decides what an audience means (room membership and visibility), never the stream code.
 import type { LayoutIssue, PositionResult, TilePosition, CursorPosition } from './canvas/canvas.types.js'
 import type { Room } from './rooms/rooms.types.js'
@@ -53,8 +54,11 @@ export interface PublishOptions {
   userId?: string
 }
 
-export interface EventBus {
-  /** Call only after the change's transaction has committed. */
-  publish<K extends EventType> (type: K, payload: EventMap[K], options: PublishOptions): Promise<void>
-  subscribe (listener: EventListener): () => void
+/** Publishes an event as part of the current transaction (see src/core/transaction.ts). */
+export type Publish = <K extends EventType>(type: K, payload: EventMap[K], options: PublishOptions) => void
+
+/** Told after a transaction that wrote events has committed, so delivery picks them up at once
+ *  (on every instance). A hint: delivery also finds them without it, a moment later. */
+export interface EventNotifier {
+  committed (): void
 }

@@ -84,9 +84,11 @@ export interface RoomMembersTable {
   joined_at: ColumnType<Date, Date | undefined, never>
 }
 
-/** The durable event log of the live stream; `id` (bigint, read as a string) is the SSE `id`. */
+/** The durable event log of the live stream (a transactional outbox). Delivery order is (tx, id):
+ *  `tx` is the writing transaction (xid8), `id` the order within it; both bigints read as strings. */
 export interface EventLogTable {
   id: ColumnType<string, never, never>
+  tx: ColumnType<string, never, never>
   type: string
   /** jsonb: written as JSON text, read parsed. */
   payload: ColumnType<unknown, string, never>
@@ -95,9 +97,10 @@ export interface EventLogTable {
   created_at: CreatedAt
 }
 
-/** One row: ids up to `pruned_through` are gone from the log (bigint, read as a string). */
+/** One row: every event at or before the position (pruned_tx, pruned_through) is gone from the log. */
 export interface EventLogHorizonTable {
   singleton: ColumnType<boolean, never, never>
+  pruned_tx: ColumnType<string, never, string>
   pruned_through: ColumnType<string, never, string>
 }
 

@@ -17,7 +17,7 @@ export interface EventRecorder {
 export function recordEvents (t: TestApp): EventRecorder {
   const events: AnyEvent[] = []
   const waiters = new Set<() => void>()
-  const stop = t.app.deps.bus.subscribe((event) => {
+  const stop = t.app.live.bus.subscribe((event) => {
     events.push(event)
     for (const wake of waiters) wake()
   })

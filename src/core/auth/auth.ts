@@ -6,7 +6,8 @@ import { parseInput } from '../validation.js'
 import { hashToken, newId, newSecretToken } from '../../infra/ids.js'
 import { findOrCreateUserByEmail, findUserById } from '../users/users.repository.js'
 import { toUser, type User } from '../users/users.types.js'
-import { deleteAccountData, publishAccountDeletion } from '../users/account-deletion.js'
+import { deleteAccountData } from '../users/account-deletion.js'
+import { inTransaction } from '../transaction.js'
 import * as repo from './auth.repository.js'
 import { createSessionCache } from './session-cache.js'
 import { createTokenCodec } from './tokens.js'
@@ -19,7 +20,7 @@ const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
 
 export function createAuth (deps: CoreDeps) {
-  const { db, clock, mailer, config, log, sessionSignals, bus } = deps
+  const { db, clock, mailer, config, log, sessionSignals } = deps
   const codec = createTokenCodec(config.jwtSecret)
   const validSessions = createSessionCache()
   sessionSignals.listen({
@@ -221,16 +222,15 @@ export function createAuth (deps: CoreDeps) {
     async confirmDeletion (input: unknown): Promise<{ userId: string }> {
       const { token } = parseInput(TokenInput, input)
       const now = clock.now()
-      const deletion = await db.transaction().execute(async (trx) => {
-        const consumed = await repo.consumeDeletionToken(trx, hashToken(token), now)
+      const userId = await inTransaction(deps, async (tx) => {
+        const consumed = await repo.consumeDeletionToken(tx.trx, hashToken(token), now)
         if (consumed === undefined) return undefined
-        return { userId: consumed.user_id, deleted: await deleteAccountData(trx, consumed.user_id) }
+        await deleteAccountData(tx, consumed.user_id)
+        return consumed.user_id
       })
-      if (deletion === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
-      const { userId } = deletion
+      if (userId === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
       validSessions.forgetUser(userId)
       await sessionSignals.accountDeleted(userId)
-      await publishAccountDeletion(bus, userId, deletion.deleted)
       return { userId }
     },
 

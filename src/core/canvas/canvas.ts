@@ -7,6 +7,7 @@ import { notFound, validationError } from '../errors.js'
 import { loadVisibleRoom, requireVisible, requireVisibleTile } from '../rooms/room-access.js'
 import { joinRoom } from '../rooms/room-members.repository.js'
 import { lockRoomsForShare } from '../rooms/rooms.repository.js'
+import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
 import * as repo from './canvas.repository.js'
 import {
@@ -26,7 +27,7 @@ function sameIds (a: readonly string[], b: readonly string[]): boolean {
 }
 
 export function createCanvas (deps: CoreDeps) {
-  const { db, bus, clock, compute } = deps
+  const { db, clock, compute } = deps
 
   return {
     async updatePosition (actor: Actor, input: unknown): Promise<PositionResult> {
@@ -48,7 +49,7 @@ export function createCanvas (deps: CoreDeps) {
       })
       const ids = updates.map((u) => u.tileId)
       const now = clock.now()
-      const { positions, roomOf } = await db.transaction().execute(async (trx) => {
+      return await inTransaction(deps, async ({ trx, publish }) => {
         const tiles = new Map((await repo.findTileRooms(trx, ids)).map((t) => [t.id, t]))
         updates.forEach((u, i) => { requireVisibleTile(tiles.get(u.tileId), actor, `Tile (updates[${i}].tileId)`) })
         const roomIds = [...new Set([...tiles.values()].map((t) => t.room_id))].sort(compare)
@@ -69,17 +70,16 @@ export function createCanvas (deps: CoreDeps) {
         const positions = snapped.map(({ tileId, x, y, snapped }): PositionResult => ({
           tileId, x, y, snapped, collisionDetected: !(indexes.get(roomOf.get(tileId) ?? '') as TileIndex).isFree({ tileId, x, y })
         }))
-        return { positions, roomOf }
+        const perRoom = new Map<string, TilePosition[]>()
+        for (const { tileId, x, y } of positions) {
+          const roomId = roomOf.get(tileId) as string
+          perRoom.set(roomId, [...perRoom.get(roomId) ?? [], { tileId, x, y }])
+        }
+        for (const [roomId, moved] of perRoom) {
+          publish('positions:batch-updated', { updates: moved }, { audience: { kind: 'room', roomId }, userId: actor.userId })
+        }
+        return { positions }
       })
-      const perRoom = new Map<string, TilePosition[]>()
-      for (const { tileId, x, y } of positions) {
-        const roomId = roomOf.get(tileId) as string
-        perRoom.set(roomId, [...perRoom.get(roomId) ?? [], { tileId, x, y }])
-      }
-      for (const [roomId, moved] of perRoom) {
-        await bus.publish('positions:batch-updated', { updates: moved }, { audience: { kind: 'room', roomId }, userId: actor.userId })
-      }
-      return { positions }
     },
 
     /** Lays the room out (result depends only on its tile ids), persists it, publishes `layout:computed`. */
@@ -90,7 +90,7 @@ export function createCanvas (deps: CoreDeps) {
       let ids = await repo.tileIdsInRoom(db, roomId)
       let positions = await compute.layout(algorithm, ids)
       const now = clock.now()
-      await db.transaction().execute(async (trx) => {
+      return await inTransaction(deps, async ({ trx, publish }) => {
         await loadVisibleRoom(trx, actor, roomId, 'share')
         const locked = await repo.lockRoomTiles(trx, roomId)
         if (!sameIds(locked, ids)) {
@@ -99,21 +99,23 @@ export function createCanvas (deps: CoreDeps) {
         }
         await repo.setTilePositions(trx, positions, now)
         await joinRoom(trx, roomId, actor.userId, now)
+        const result = { roomId, positions }
+        publish('layout:computed', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
+        return result
       })
-      const result = { roomId, positions }
-      await bus.publish('layout:computed', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
-      return result
     },
 
     /** Reports off-grid tiles and overlapping pairs; publishes `layout:validated`. */
     async validateLayout (actor: Actor, input: unknown): Promise<LayoutValidation> {
       const { roomId } = parseInput(RoomIdInput, input)
-      await loadVisibleRoom(db, actor, roomId)
-      await joinRoom(db, roomId, actor.userId, clock.now())
-      const issues = layoutIssues(await repo.tilePositions(db, roomId))
-      const result = { roomId, valid: issues.length === 0, issues }
-      await bus.publish('layout:validated', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
-      return result
+      return await inTransaction(deps, async ({ trx, publish }) => {
+        await loadVisibleRoom(trx, actor, roomId)
+        await joinRoom(trx, roomId, actor.userId, clock.now())
+        const issues = layoutIssues(await repo.tilePositions(trx, roomId))
+        const result = { roomId, valid: issues.length === 0, issues }
+        publish('layout:validated', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
+        return result
+      })
     },
 
     /** Opening a canvas makes the caller a member of its room (DECISIONS §5). */

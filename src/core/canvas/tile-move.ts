@@ -9,6 +9,7 @@ import { findSparkWithRoom, type SparkRow } from '../sparks/sparks.repository.js
 import { setTilePosition, tilePositions } from './canvas.repository.js'
 import type { PositionResult } from './canvas.types.js'
 import { collides, snapPosition } from './grid.js'
+import { inTransaction } from '../transaction.js'
 
 export interface TileMove {
   spark: SparkRow
@@ -17,10 +18,10 @@ export interface TileMove {
 
 /** `what` names the tile in a not-found error: "Tile" on the canvas, "Spark" for MoveSpark. */
 export async function moveTile (deps: CoreDeps, actor: Actor, move: { tileId: string, x: number, y: number }, what: 'Tile' | 'Spark'): Promise<TileMove> {
-  const { db, bus, clock } = deps
+  const { clock } = deps
   const { x, y, snapped } = snapPosition(move)
   const now = clock.now()
-  const result = await db.transaction().execute(async (trx) => {
+  return await inTransaction(deps, async ({ trx, publish }) => {
     const tile = requireVisibleTile(await findSparkWithRoom(trx, move.tileId), actor, what)
     // Holds the room as it is (visible) until commit: a concurrent delete or switch to private waits.
     await loadVisibleRoom(trx, actor, tile.room_id, 'share')
@@ -31,8 +32,8 @@ export async function moveTile (deps: CoreDeps, actor: Actor, move: { tileId: st
     // is lost) and hold that lock only for this statement and the commit.
     const spark = await setTilePosition(trx, tile.id, x, y, now)
     if (spark === undefined) throw notFound(what)
-    return { spark, position: { tileId: spark.id, x, y, snapped, collisionDetected } }
+    const position = { tileId: spark.id, x, y, snapped, collisionDetected }
+    publish('position:updated', position, { audience: { kind: 'room', roomId: spark.room_id }, userId: actor.userId })
+    return { spark, position }
   })
-  await bus.publish('position:updated', result.position, { audience: { kind: 'room', roomId: result.spark.room_id }, userId: actor.userId })
-  return result
 }

@@ -1,37 +1,45 @@
-// The event bus of a cluster: `publish` appends the event to the durable log and NOTIFYs its id in
-// the same statement; every instance (the publishing one too, so there is exactly one delivery path)
-// hears the id on the live channel, loads what it has not delivered yet and hands it to its local
-// subscribers, in id order, each event once. Ids commit in id order (see appendEvents), so "delivered
-// up to id N" is exact: after a lost listening connection the bus simply loads everything past N.
-// Appends are serialised per instance and batched: while one append is in flight, later publishes
-// queue up and go out together in the next one (one commit, one notification). Appends commit one
-// at a time anyway (NOTIFY and the id-order lock serialise commits database-wide), so this turns
-// many small flushed commits into few larger ones.
+// Delivery of the event log on one instance. Operations write their events in their own transactions
+// (src/core/transaction.ts); this bus hands every committed event to the local subscribers once, in
+// the log's delivery order (event-log.repository.ts), on every instance.
+// When to look: right after a local transaction committed events (`committed`), when another
+// instance says it did (`e:` on the live channel, sent once per turn of the event loop), when the
+// listening connection comes back, and every few seconds regardless, so a wake-up lost with a
+// crashed instance delays an event by that much at most and loses nothing. While a newer event is
+// held back behind a transaction still open, it looks again shortly.
+import { randomBytes } from 'node:crypto'
 import type { Db } from '../../db/database.js'
 import type { Clock } from '../../infra/clock.js'
 import type { Logger } from '../deps.js'
-import type { AnyEvent, Audience, EventBus, EventListener } from '../events.js'
-import { appendEvents, countEventsAfter, findEventsBetween, logBounds, pruneEventsBefore, type EventLogRow, type NewEvent } from './event-log.repository.js'
+import type { AnyEvent, Audience, EventListener, EventNotifier } from '../events.js'
+import { countEventsAfter, findEventsBetween, findFinalEventsAfter, logBounds, notify, pruneEventsBefore, type EventLogRow } from './event-log.repository.js'
 import type { LiveChannel } from './live-channel.js'
+import { formatPosition, LOG_START, type LogPosition } from './log-position.js'
 
 /** How long the log keeps an event for replay (documented in README: 24 hours). */
 export const EVENT_LOG_RETENTION_MS = 24 * 3600_000
 const PRUNE_EVERY_MS = 3600_000
 const LOAD_BATCH = 500
-const APPEND_BATCH = 500
+/** A safety net: delivery looks this often even when nobody says there is something new. */
+const POLL_EVERY_MS = 2_000
+/** After a failed load. */
 const RETRY_LOAD_MS = 500
+/** While events are held back behind open transactions: the first look again, doubling up to the last. */
+const HELD_BACK_FIRST_MS = 5
+const HELD_BACK_MAX_MS = 200
 
-/** An event as the log holds it: the bus event plus its log id (the SSE `id`). */
-export type LoggedEvent = AnyEvent & { readonly id: string }
+/** An event as the log holds it: the bus event, its place in the delivery order and its SSE `id`. */
+export type LoggedEvent = AnyEvent & { readonly id: string, readonly position: LogPosition }
 
-export interface EventLogBus extends EventBus {
-  /** Like `subscribe`, with each event's log id. */
+export interface EventLogBus extends EventNotifier {
+  /** Every delivered event, with its place in the log. */
   follow (listener: (event: LoggedEvent) => void): () => void
-  /** Newest id in the log and the id up to which it has been pruned. */
-  bounds (): Promise<{ newest: string, prunedThrough: string }>
-  /** Logged events with `after < id <= upTo`, oldest first, at most `limit`. */
-  readBetween (after: string, upTo: string, limit: number): Promise<LoggedEvent[]>
-  countAfter (after: string, cap: number): Promise<number>
+  /** Every delivered event (tests record what operations publish). */
+  subscribe (listener: EventListener): () => void
+  /** The newest final position in the log and the position up to which it has been pruned. */
+  bounds (): Promise<{ newest: LogPosition, prunedThrough: LogPosition }>
+  /** Logged events with `after < position <= upTo`, in delivery order, at most `limit`. */
+  readBetween (after: LogPosition, upTo: LogPosition, limit: number): Promise<LoggedEvent[]>
+  countAfter (after: LogPosition, cap: number): Promise<number>
   /** Removes events older than the retention window; runs hourly on its own. */
   prune (): Promise<number>
   start (): Promise<void>
@@ -47,9 +55,10 @@ function isAudience (value: unknown): value is Audience {
 
 function toEvent (row: EventLogRow): LoggedEvent | undefined {
   if (!isAudience(row.audience)) return undefined
-  // The log only ever holds what `publish` wrote from the typed EventMap.
+  // The log only ever holds what operations published from the typed EventMap.
   return {
-    id: row.id,
+    id: formatPosition(row.position),
+    position: row.position,
     type: row.type,
     payload: row.payload,
     timestamp: row.createdAt.toISOString(),
@@ -58,39 +67,23 @@ function toEvent (row: EventLogRow): LoggedEvent | undefined {
   } as LoggedEvent
 }
 
-/** `db` takes appends and pruning; `readDb` (the delivery path's own connections) every read. */
+/** `db` takes pruning and wake-ups; `readDb` (the delivery path's own connections) every read. */
 export function createEventLogBus (options: { db: Db, readDb?: Db, channel: LiveChannel, clock: Clock, log: Logger }): EventLogBus {
   const { db, channel, clock, log } = options
   const readDb = options.readDb ?? db
+  // Wake-ups this instance sends carry its name, so it does not answer its own.
+  const instance = randomBytes(6).toString('base64url')
   const listeners = new Set<(event: LoggedEvent) => void>()
-  let delivered = 0n
-  let heard = 0n
+  let delivered = LOG_START
   let draining = false
+  let again = false
   let started = false
   let stopped = false
-  let retryTimer: NodeJS.Timeout | undefined
-  let catchUpTimer: NodeJS.Timeout | undefined
+  let heldBackDelay = HELD_BACK_FIRST_MS
+  let lookTimer: NodeJS.Timeout | undefined
+  let pollTimer: NodeJS.Timeout | undefined
   let pruneTimer: NodeJS.Timeout | undefined
-  const outbox: Array<{ event: NewEvent, done: (error?: unknown) => void }> = []
-  let appending = false
-
-  async function appendQueued (): Promise<void> {
-    if (appending) return
-    appending = true
-    try {
-      while (outbox.length > 0) {
-        const batch = outbox.splice(0, APPEND_BATCH)
-        try {
-          await appendEvents(db, channel.name, batch.map((b) => b.event))
-          for (const item of batch) item.done()
-        } catch (error) {
-          for (const item of batch) item.done(error)
-        }
-      }
-    } finally {
-      appending = false
-    }
-  }
+  let wakeOthersQueued = false
 
   function hand (event: LoggedEvent): void {
     for (const listener of listeners) {
@@ -102,72 +95,83 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     }
   }
 
+  function lookLater (ms: number): void {
+    if (stopped || lookTimer !== undefined) return
+    lookTimer = setTimeout(() => { lookTimer = undefined; void drain() }, ms)
+  }
+
   async function drain (): Promise<void> {
-    if (draining || stopped || !started) return
+    if (stopped || !started) return
+    if (draining) {
+      again = true
+      return
+    }
     draining = true
+    let heldBack = false
     try {
-      while (delivered < heard && !stopped) {
-        const upTo = heard
-        const rows = await findEventsBetween(readDb, String(delivered), String(upTo), LOAD_BATCH)
-        for (const row of rows) {
-          const event = toEvent(row)
-          delivered = BigInt(row.id)
-          if (event !== undefined) hand(event)
+      do {
+        again = false
+        for (;;) {
+          const page = await findFinalEventsAfter(readDb, delivered, LOAD_BATCH)
+          for (const row of page.rows) {
+            delivered = row.position
+            const event = toEvent(row)
+            if (event !== undefined) hand(event)
+          }
+          heldBack = page.heldBack
+          if (heldBack || page.rows.length < LOAD_BATCH || stopped) break
         }
-        // A short page means everything up to `upTo` is loaded (missing ids were never committed).
-        if (rows.length < LOAD_BATCH) delivered = upTo
+      } while (again && !stopped)
+      if (heldBack) {
+        lookLater(heldBackDelay)
+        heldBackDelay = Math.min(heldBackDelay * 2, HELD_BACK_MAX_MS)
+      } else {
+        heldBackDelay = HELD_BACK_FIRST_MS
       }
     } catch (error) {
       if (!stopped) {
         log.error({ err: error }, 'live events: loading from the event log failed, retrying')
-        retryTimer ??= setTimeout(() => { retryTimer = undefined; void drain() }, RETRY_LOAD_MS)
+        lookLater(RETRY_LOAD_MS)
       }
     } finally {
       draining = false
     }
-    if (delivered < heard && retryTimer === undefined && !stopped) void drain()
   }
 
-  function heardUpTo (id: bigint): void {
-    if (id > heard) heard = id
-    void drain()
-  }
-
-  channel.on('e', (body) => {
-    if (/^\d+$/.test(body)) heardUpTo(BigInt(body))
-  })
-  // After the listening connection came back, nothing announces what committed during the gap, so
-  // the newest id is read until that succeeds: giving up would leave those events undelivered until
-  // some later event happened to be heard.
-  function catchUp (): void {
-    if (stopped) return
-    logBounds(readDb).then(({ newest }) => { heardUpTo(BigInt(newest)) }, (error: unknown) => {
-      if (stopped) return
-      log.error({ err: error }, 'live events: catching up after reconnect failed, retrying')
-      catchUpTimer ??= setTimeout(() => { catchUpTimer = undefined; catchUp() }, RETRY_LOAD_MS)
+  function wakeOthers (): void {
+    if (wakeOthersQueued) return
+    wakeOthersQueued = true
+    // One wake-up per turn of the event loop, however many transactions committed in it.
+    setImmediate(() => {
+      wakeOthersQueued = false
+      notify(db, channel.name, `e:${instance}`).catch((error: unknown) => {
+        // The others find the events on their next poll.
+        log.warn({ err: error }, 'live events: waking the other instances failed')
+      })
     })
   }
-  channel.onResume(catchUp)
+
+  channel.on('e', (sender) => {
+    if (sender !== instance) void drain()
+  })
+  channel.onResume(() => { void drain() })
 
   async function prune (): Promise<number> {
     return await pruneEventsBefore(db, new Date(clock.now().getTime() - EVENT_LOG_RETENTION_MS))
   }
 
+  const subscribe = (listener: (event: LoggedEvent) => void): () => void => {
+    listeners.add(listener)
+    return () => { listeners.delete(listener) }
+  }
+
   return {
-    async publish (type, payload, { audience, userId }) {
-      await new Promise<void>((resolve, reject) => {
-        outbox.push({ event: { type, payload, audience, userId: userId ?? null }, done: (error) => { if (error === undefined) resolve(); else reject(error) } })
-        void appendQueued()
-      })
+    committed () {
+      void drain()
+      wakeOthers()
     },
-    subscribe (listener: EventListener) {
-      listeners.add(listener)
-      return () => { listeners.delete(listener) }
-    },
-    follow (listener) {
-      listeners.add(listener)
-      return () => { listeners.delete(listener) }
-    },
+    follow: subscribe,
+    subscribe,
     bounds: async () => await logBounds(readDb),
     async readBetween (after, upTo, limit) {
       const rows = await findEventsBetween(readDb, after, upTo, limit)
@@ -175,13 +179,13 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     },
     countAfter: async (after, cap) => await countEventsAfter(readDb, after, cap),
     prune,
-    /** Call after the channel listens: events committed before now are not delivered live. */
+    /** Call after the channel listens: events that are final before now are not delivered live. */
     async start () {
-      const { newest } = await logBounds(readDb)
-      delivered = BigInt(newest)
-      if (heard < delivered) heard = delivered
+      delivered = (await logBounds(readDb)).newest
       started = true
       void drain()
+      pollTimer = setInterval(() => { void drain() }, POLL_EVERY_MS)
+      pollTimer.unref()
       const runPrune = (): void => {
         prune().catch((error: unknown) => { log.warn({ err: error }, 'live events: pruning the event log failed') })
       }
@@ -192,8 +196,8 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     stop () {
       stopped = true
       listeners.clear()
-      if (retryTimer !== undefined) clearTimeout(retryTimer)
-      if (catchUpTimer !== undefined) clearTimeout(catchUpTimer)
+      if (lookTimer !== undefined) clearTimeout(lookTimer)
+      if (pollTimer !== undefined) clearInterval(pollTimer)
       if (pruneTimer !== undefined) clearInterval(pruneTimer)
     }
   }

@@ -1,9 +1,17 @@
-// All SQL of the live event channel: the durable event log, its prune horizon, and NOTIFY.
-import { sql } from 'kysely'
+// The reading side of the event log (its writing side is the core's, src/core/event-log.repository.ts):
+// loading what delivery has not handed on yet, replay ranges, the prune horizon, and NOTIFY.
+//
+// Many transactions write events at once and commit in any order, so an id is not a place in the
+// delivery order. A position (tx, id) is, once it is final: a row is final when its transaction is
+// older than the reading statement's snapshot xmin, because every transaction older than that xmin
+// has ended and no row can still appear before it. Rows past the first one that is not final are
+// held back until they are (one more look a moment later; see event-log-bus.ts).
+import { sql, type RawBuilder } from 'kysely'
 import type { Db } from '../../db/database.js'
+import type { LogPosition } from './log-position.js'
 
 export interface EventLogRow {
-  id: string
+  position: LogPosition
   type: string
   payload: unknown
   audience: unknown
@@ -11,81 +19,89 @@ export interface EventLogRow {
   createdAt: Date
 }
 
-// Any fixed 64-bit key; held by each append from before its id is drawn until its commit.
-const APPEND_LOCK_KEY = 7_401_221_932
+interface RawRow { tx: string, id: string, type: string, payload: unknown, audience: unknown, user_id: string | null, created_at: Date }
 
-export interface NewEvent { type: string, payload: unknown, audience: unknown, userId: string | null }
+function toRow (row: RawRow): EventLogRow {
+  return { position: { tx: BigInt(row.tx), id: BigInt(row.id) }, type: row.type, payload: row.payload, audience: row.audience, userId: row.user_id, createdAt: row.created_at }
+}
+
+const at = (position: LogPosition): RawBuilder<unknown> => sql`(${position.tx.toString()}::xid8, ${position.id.toString()}::bigint)`
 
 /**
- * Appends events (in the given order) and notifies `channel` once with `e:<newest id>`, in one
- * statement — one implicit transaction: the notification goes out exactly when the rows commit,
- * never for a rolled-back one. The advisory lock is taken before ids are drawn and held to commit,
- * so ids commit in id order and notifications arrive in id order: "everything up to id N" is then a
- * meaningful position, and a listener that hears N loads every row up to N.
+ * Final events after `after`, in delivery order, at most `limit`; `heldBack` when an event that is
+ * not final yet follows them (the caller looks again shortly).
  */
-export async function appendEvents (db: Db, channel: string, events: readonly NewEvent[]): Promise<void> {
-  if (events.length === 0) return
-  const rows = events.map((e, i) => sql`(${i}::int, ${e.type}::text, ${JSON.stringify(e.payload)}::jsonb, ${JSON.stringify(e.audience)}::jsonb, ${e.userId}::text)`)
-  await sql`
-    with locked as (select pg_advisory_xact_lock(${APPEND_LOCK_KEY}::bigint)),
-    inserted as (
-      insert into event_log (type, payload, audience, user_id)
-      select v.type, v.payload, v.audience, v.user_id
-      from locked, (values ${sql.join(rows)}) as v (ord, type, payload, audience, user_id)
-      order by v.ord
-      returning id
-    )
-    select pg_notify(${channel}, 'e:' || max(id)) from inserted`.execute(db)
+export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: number): Promise<{ rows: EventLogRow[], heldBack: boolean }> {
+  const result = await sql<RawRow & { final: boolean }>`
+    with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
+    select tx::text, id::text, type, payload, audience, user_id, created_at, tx < horizon.xmin as final
+    from event_log, horizon
+    where (tx, id) > ${at(after)}
+    order by tx, id
+    limit ${limit}`.execute(db)
+  const rows: EventLogRow[] = []
+  for (const row of result.rows) {
+    if (!row.final) return { rows, heldBack: true }
+    rows.push(toRow(row))
+  }
+  return { rows, heldBack: false }
 }
 
-function toRow (row: { id: string | number, type: string, payload: unknown, audience: unknown, user_id: string | null, created_at: Date }): EventLogRow {
-  return { id: String(row.id), type: row.type, payload: row.payload, audience: row.audience, userId: row.user_id, createdAt: row.created_at }
-}
-
-/** Events with `after < id <= upTo`, oldest first, at most `limit`. */
-export async function findEventsBetween (db: Db, after: string, upTo: string, limit: number): Promise<EventLogRow[]> {
-  const rows = await db.selectFrom('event_log')
-    .select(['id', 'type', 'payload', 'audience', 'user_id', 'created_at'])
-    .where(sql<boolean>`id > ${after}::bigint and id <= ${upTo}::bigint`)
-    .orderBy('id')
-    .limit(limit)
-    .execute()
-  return rows.map(toRow)
+/** Events with `after < position <= upTo` (all final when `upTo` is), in delivery order, at most `limit`. */
+export async function findEventsBetween (db: Db, after: LogPosition, upTo: LogPosition, limit: number): Promise<EventLogRow[]> {
+  const result = await sql<RawRow>`
+    select tx::text, id::text, type, payload, audience, user_id, created_at
+    from event_log
+    where (tx, id) > ${at(after)} and (tx, id) <= ${at(upTo)}
+    order by tx, id
+    limit ${limit}`.execute(db)
+  return result.rows.map(toRow)
 }
 
 /** How many events follow `after` (stops counting at `cap`). */
-export async function countEventsAfter (db: Db, after: string, cap: number): Promise<number> {
+export async function countEventsAfter (db: Db, after: LogPosition, cap: number): Promise<number> {
   const result = await sql<{ n: number }>`
-    select count(*)::int as n from (select 1 from event_log where id > ${after}::bigint limit ${cap}) capped`.execute(db)
+    select count(*)::int as n from (select 1 from event_log where (tx, id) > ${at(after)} limit ${cap}) capped`.execute(db)
   return result.rows[0]?.n ?? 0
 }
 
-/** The newest id ever appended as far as the log can tell, and the id up to which it was pruned. */
-export async function logBounds (db: Db): Promise<{ newest: string, prunedThrough: string }> {
-  const result = await sql<{ newest: string | number | null, pruned_through: string | number }>`
-    select (select max(id) from event_log) as newest, pruned_through from event_log_horizon`.execute(db)
+/** The newest final position in the log (the horizon when the log is empty) and the prune horizon. */
+export async function logBounds (db: Db): Promise<{ newest: LogPosition, prunedThrough: LogPosition }> {
+  const result = await sql<{ tx: string | null, id: string | null, pruned_tx: string, pruned_through: string }>`
+    with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin),
+    newest as (
+      select tx, id from event_log, horizon where tx < horizon.xmin order by tx desc, id desc limit 1
+    )
+    select newest.tx::text, newest.id::text, h.pruned_tx::text, h.pruned_through::text
+    from event_log_horizon h left join newest on true`.execute(db)
   const row = result.rows[0]
-  const prunedThrough = String(row?.pruned_through ?? '0')
-  const newest = row?.newest === null || row?.newest === undefined ? prunedThrough : String(row.newest)
-  return { newest: BigInt(newest) > BigInt(prunedThrough) ? newest : prunedThrough, prunedThrough }
+  const prunedThrough = { tx: BigInt(row?.pruned_tx ?? '0'), id: BigInt(row?.pruned_through ?? '0') }
+  const newest = row?.tx === null || row?.tx === undefined || row.id === null ? prunedThrough : { tx: BigInt(row.tx), id: BigInt(row.id) }
+  return { newest, prunedThrough }
 }
 
 /**
- * Removes every event up to the newest one created before `cutoff` (a prefix by id, so the log is
- * always "everything after the horizon") and moves the horizon there.
+ * Removes every final event up to the newest final one created before `cutoff` (a prefix in
+ * delivery order, so the log is always "everything after the horizon") and moves the horizon there.
  */
 export async function pruneEventsBefore (db: Db, cutoff: Date): Promise<number> {
   return await db.transaction().execute(async (trx) => {
-    const last = await sql<{ id: string | number | null }>`select max(id) as id from event_log where created_at < ${cutoff}`.execute(trx)
-    const through = last.rows[0]?.id
-    if (through === null || through === undefined) return 0
-    const deleted = await sql`delete from event_log where id <= ${String(through)}::bigint`.execute(trx)
-    await sql`update event_log_horizon set pruned_through = greatest(pruned_through, ${String(through)}::bigint)`.execute(trx)
+    const last = await sql<{ tx: string, id: string }>`
+      with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
+      select tx::text, id::text from event_log, horizon
+      where created_at < ${cutoff} and tx < horizon.xmin
+      order by tx desc, id desc limit 1`.execute(trx)
+    const through = last.rows[0]
+    if (through === undefined) return 0
+    const position = { tx: BigInt(through.tx), id: BigInt(through.id) }
+    const deleted = await sql`delete from event_log where (tx, id) <= ${at(position)}`.execute(trx)
+    await sql`update event_log_horizon set pruned_tx = ${through.tx}::xid8, pruned_through = ${through.id}::bigint
+      where (pruned_tx, pruned_through) < ${at(position)}`.execute(trx)
     return Number(deleted.numAffectedRows ?? 0n)
   })
 }
 
-/** A bare notification (no log row): control signals and cursor batches. */
+/** A bare notification (no log row): wake-ups, control signals and cursor batches. */
 export async function notify (db: Db, channel: string, payload: string): Promise<void> {
   await sql`select pg_notify(${channel}, ${payload})`.execute(db)
 }

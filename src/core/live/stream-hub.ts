@@ -18,6 +18,7 @@ import type { Db } from '../../db/database.js'
 import type { Logger } from '../deps.js'
 import type { Audience } from '../events.js'
 import type { EventLogBus, LoggedEvent } from './event-log-bus.js'
+import { comparePositions, formatPosition, LOG_START, parsePosition, type LogPosition } from './log-position.js'
 import type { LiveChannel } from './live-channel.js'
 import type { StreamCaps } from './stream-caps.js'
 import { standingSessionIds } from './stream-sessions.repository.js'
@@ -28,6 +29,8 @@ const REPLAY_PAGE = 500
 /** The session check runs on heartbeats, but not more often than this. */
 const SESSION_CHECK_EVERY_MS = 10_000
 const MAX_TIMER_MS = 2 ** 31 - 1
+const RESOLVE_RETRY_FIRST_MS = 100
+const RESOLVE_RETRY_MAX_MS = 2_000
 
 /** One SSE message: `data` is the JSON envelope; `event` names a non-default type (heartbeat). */
 export interface StreamMessage {
@@ -77,10 +80,10 @@ interface Subscriber {
   readonly expiresAt: number | undefined
   expiryTimer: NodeJS.Timeout | undefined
   /** Set while a replay runs: live events wait here. */
-  buffer: Array<{ seq: bigint, message: StreamMessage }> | undefined
+  buffer: Array<{ position: LogPosition, message: StreamMessage }> | undefined
   /** After a replay: the log id it covered. A live event at or below it (one committed before the
    *  stream opened but handed over late) was already replayed or deliberately skipped. */
-  floor: bigint
+  floor: LogPosition
   closed: boolean
 }
 
@@ -116,6 +119,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
   const byUser = new Map<string, Set<Subscriber>>()
   const bySession = new Map<string, Set<Subscriber>>()
   let closing = false
+  let stopped = false
   let queue: LoggedEvent[] = []
   let flushQueued = false
   let eventChain: Promise<void> = Promise.resolve()
@@ -145,11 +149,10 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
 
   function deliver (event: LoggedEvent, recipients: ReadonlySet<string>): void {
     const message = messageOf(event)
-    const seq = BigInt(event.id)
     const owner = cursorOwnerOf(event)
     forEachRecipientStream(recipients, (sub) => {
-      if (sub.userId === owner || seq <= sub.floor) return
-      if (sub.buffer !== undefined) sub.buffer.push({ seq, message })
+      if (sub.userId === owner || comparePositions(event.position, sub.floor) <= 0) return
+      if (sub.buffer !== undefined) sub.buffer.push({ position: event.position, message })
       else sub.connection.send(message)
     })
   }
@@ -173,13 +176,31 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
     })
     eventChain = eventChain.then(async () => {
       for (const { event, recipients } of items) {
-        try {
-          deliver(event, await recipients)
-        } catch (error) {
-          log.error({ err: error, eventId: event.id, type: event.type }, 'live events: resolving recipients failed; event not delivered')
-        }
+        const resolved = await recipientsOf(event, recipients)
+        if (resolved !== undefined) deliver(event, resolved)
       }
     })
+  }
+
+  /**
+   * The recipients of an event, asked again (with a growing pause) while the database cannot answer:
+   * an event is never dropped for a passing fault, and the ones after it wait their turn, so the
+   * order holds. Undefined only once the hub has stopped.
+   */
+  async function recipientsOf (event: LoggedEvent, first: Promise<ReadonlySet<string>>): Promise<ReadonlySet<string> | undefined> {
+    let attempt = first
+    let pauseMs = RESOLVE_RETRY_FIRST_MS
+    for (;;) {
+      try {
+        return await attempt
+      } catch (error) {
+        if (stopped) return undefined
+        log.warn({ err: error, eventId: event.id, type: event.type }, 'live events: resolving recipients failed; asking again')
+        await new Promise((resolve) => setTimeout(resolve, pauseMs))
+        pauseMs = Math.min(pauseMs * 2, RESOLVE_RETRY_MAX_MS)
+        attempt = audience.recipientsOf(event.audience)
+      }
+    }
   }
 
   const unfollow = bus.follow((event) => {
@@ -303,26 +324,24 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
   }, heartbeatMs)
   heartbeat.unref()
 
-  function resetMessage (reason: ResetReason, lastEventId: string, head: string): StreamMessage {
-    return { id: head, data: { type: 'sync:reset', payload: { reason, lastEventId }, timestamp: clock.now().toISOString() } }
+  function resetMessage (reason: ResetReason, lastEventId: string, head: LogPosition): StreamMessage {
+    return { id: formatPosition(head), data: { type: 'sync:reset', payload: { reason, lastEventId }, timestamp: clock.now().toISOString() } }
   }
 
   async function replay (sub: Subscriber, lastEventId: string): Promise<void> {
     const { newest, prunedThrough } = await bus.bounds()
     if (sub.closed) return
-    let covered = BigInt(newest)
-    const valid = /^\d{1,18}$/.test(lastEventId)
-    const after = valid ? BigInt(lastEventId) : -1n
-    if (!valid || after > BigInt(newest)) {
+    const after = parsePosition(lastEventId)
+    if (after === undefined || comparePositions(after, newest) > 0) {
       sub.connection.send(resetMessage('unknown-id', lastEventId, newest))
-    } else if (after < BigInt(prunedThrough)) {
+    } else if (comparePositions(after, prunedThrough) < 0) {
       sub.connection.send(resetMessage('expired', lastEventId, newest))
-    } else if (await bus.countAfter(lastEventId, MAX_REPLAY_EVENTS + 1) > MAX_REPLAY_EVENTS) {
+    } else if (await bus.countAfter(after, MAX_REPLAY_EVENTS + 1) > MAX_REPLAY_EVENTS) {
       sub.connection.send(resetMessage('too-many', lastEventId, newest))
     } else {
-      // Everything committed before this stream registered has an id <= newest; later ones are in the buffer.
+      // Everything final before this stream registered is at or before `newest`; later events are in the buffer.
       const visible = new Map<string, Promise<boolean>>()
-      let from = lastEventId
+      let from = after
       for (;;) {
         const page = await bus.readBetween(from, newest, REPLAY_PAGE)
         if (sub.closed) return
@@ -333,15 +352,14 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
           if (await may && cursorOwnerOf(event) !== sub.userId && !sub.closed) sub.connection.send(messageOf(event))
         }
         if (page.length < REPLAY_PAGE) break
-        from = page[page.length - 1]?.id ?? newest
+        from = page[page.length - 1]?.position ?? newest
       }
-      covered = BigInt(newest)
     }
     if (sub.closed) return
     const waiting = sub.buffer ?? []
     sub.buffer = undefined
-    sub.floor = covered
-    for (const { seq, message } of waiting) if (seq > covered) sub.connection.send(message)
+    sub.floor = newest
+    for (const { position, message } of waiting) if (comparePositions(position, newest) > 0) sub.connection.send(message)
   }
 
   return {
@@ -354,7 +372,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
         expiresAt: expiresAt?.getTime(),
         expiryTimer: undefined,
         buffer: lastEventId === undefined ? undefined : [],
-        floor: 0n,
+        floor: LOG_START,
         closed: false
       }
       if (closing) {
@@ -388,6 +406,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
 
     stop () {
       closing = true
+      stopped = true
       clearInterval(heartbeat)
       unfollow()
     },

@@ -1,9 +1,10 @@
 // Room operations: list (member rooms or every public room), get, create, update, delete.
-// Every write publishes its SPEC event after its transaction commits.
+// Every write publishes its SPEC event in its own transaction.
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { validationError } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
+import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import { loadVisibleRoom, requireRoomCreator } from './room-access.js'
@@ -13,7 +14,7 @@ import { CreateRoomInput, ListRoomsQuery, RoomIdParams, UpdateRoomInput, toRoom,
 import { deleteSparksInRoom } from '../sparks/sparks.repository.js'
 
 export function createRooms (deps: CoreDeps) {
-  const { db, bus, clock } = deps
+  const { db, clock } = deps
 
   return {
     /**
@@ -37,14 +38,12 @@ export function createRooms (deps: CoreDeps) {
     async create (actor: Actor, input: unknown): Promise<Room> {
       const { name, description, isPublic } = parseInput(CreateRoomInput, input)
       const now = clock.now()
-      const row = await db.transaction().execute(async (trx) => {
-        const room = await repo.insertRoom(trx, { id: newId('room'), name, description: description === '' ? null : description ?? null, isPublic: isPublic ?? false, createdBy: actor.userId, now })
+      return await inTransaction(deps, async ({ trx, publish }) => {
+        const room = toRoom(await repo.insertRoom(trx, { id: newId('room'), name, description: description === '' ? null : description ?? null, isPublic: isPublic ?? false, createdBy: actor.userId, now }))
         await joinRoom(trx, room.id, actor.userId, now)
+        publish('room:created', room, { audience: { kind: 'room', roomId: room.id }, userId: actor.userId })
         return room
       })
-      const room = toRoom(row)
-      await bus.publish('room:created', room, { audience: { kind: 'room', roomId: room.id }, userId: actor.userId })
-      return room
     },
 
     /** Creator only. Switching to private ends every membership but the creator's. */
@@ -54,32 +53,30 @@ export function createRooms (deps: CoreDeps) {
         throw validationError('(body)', 'must contain at least one of name, description, isPublic')
       }
       const now = clock.now()
-      const row = await db.transaction().execute(async (trx) => {
-        const room = await loadVisibleRoom(trx, actor, roomId, 'update')
-        requireRoomCreator(room, actor, 'change')
+      return await inTransaction(deps, async ({ trx, publish }) => {
+        const current = await loadVisibleRoom(trx, actor, roomId, 'update')
+        requireRoomCreator(current, actor, 'change')
         const updated = await repo.updateRoomRow(trx, roomId, { name, description: description === '' ? null : description, isPublic }, now)
-        if (isPublic === false) await removeMembersExceptCreator(trx, roomId, room.created_by)
-        return updated ?? room
+        if (isPublic === false) await removeMembersExceptCreator(trx, roomId, current.created_by)
+        const room = toRoom(updated ?? current)
+        publish('room:updated', room, { audience: { kind: 'room', roomId: room.id }, userId: actor.userId })
+        return room
       })
-      const room = toRoom(row)
-      await bus.publish('room:updated', room, { audience: { kind: 'room', roomId: room.id }, userId: actor.userId })
-      return room
     },
 
     /** Creator only; the room's sparks and memberships go in the same transaction. */
     async delete (actor: Actor, input: unknown): Promise<void> {
       const { roomId } = parseInput(RoomIdParams, input)
-      const members = await db.transaction().execute(async (trx) => {
+      await inTransaction(deps, async ({ trx, publish }) => {
         const room = await loadVisibleRoom(trx, actor, roomId, 'update')
         requireRoomCreator(room, actor, 'delete')
         const members = await visibleMemberIds(trx, roomId)
         await deleteSparksInRoom(trx, roomId)
         await deleteRoomMembers(trx, roomId)
         await repo.deleteRoomRow(trx, roomId)
-        return members
+        // The room no longer exists to resolve a `room` audience: name its members at deletion time.
+        publish('room:deleted', { id: roomId }, { audience: { kind: 'users', userIds: members }, userId: actor.userId })
       })
-      // The room no longer exists to resolve a `room` audience: name its members at deletion time.
-      await bus.publish('room:deleted', { id: roomId }, { audience: { kind: 'users', userIds: members }, userId: actor.userId })
     }
   }
 }

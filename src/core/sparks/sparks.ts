@@ -1,5 +1,5 @@
 // Spark operations: list a room's sparks, get, create, edit (optimistic concurrency), delete, move.
-// Every write publishes its SPEC event after its transaction commits.
+// Every write publishes its SPEC event in its own transaction.
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { AppError, notFound, validationError } from '../errors.js'
@@ -9,6 +9,7 @@ import { joinRoom } from '../rooms/room-members.repository.js'
 import { moveTile } from '../canvas/tile-move.js'
 import { MAX_TILES_PER_ROOM, TILE_LIMIT_MESSAGE } from '../canvas/tile-limit.js'
 import type { PositionResult } from '../canvas/canvas.types.js'
+import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import type { Db } from '../../db/database.js'
@@ -25,7 +26,7 @@ async function lockVisibleSpark (trx: Db, actor: Actor, sparkId: string): Promis
 }
 
 export function createSparks (deps: CoreDeps) {
-  const { db, bus, clock } = deps
+  const { db, clock } = deps
 
   return {
     /** Reading a room's sparks makes the caller a member of the room (DECISIONS §5). */
@@ -50,18 +51,16 @@ export function createSparks (deps: CoreDeps) {
     async create (actor: Actor, input: unknown): Promise<Spark> {
       const { title, content, roomId, x, y } = parseInput(CreateSparkInput, input)
       const now = clock.now()
-      const row = await db.transaction().execute(async (trx) => {
+      return await inTransaction(deps, async ({ trx, publish }) => {
         await loadVisibleRoom(trx, actor, roomId, 'share')
         // Counted under the lock: two creators racing for the last place cannot both take it.
         await repo.lockSparkCreation(trx, roomId)
         if (await repo.countSparksInRoom(trx, roomId) >= MAX_TILES_PER_ROOM) throw new AppError('limit_reached', TILE_LIMIT_MESSAGE)
-        const spark = await repo.insertSpark(trx, { id: newId('spark'), roomId, title, content: content ?? '', x, y, createdBy: actor.userId, now })
+        const spark = toSpark(await repo.insertSpark(trx, { id: newId('spark'), roomId, title, content: content ?? '', x, y, createdBy: actor.userId, now }))
         await joinRoom(trx, roomId, actor.userId, now)
+        publish('spark:created', spark, { audience: { kind: 'room', roomId }, userId: actor.userId })
         return spark
       })
-      const spark = toSpark(row)
-      await bus.publish('spark:created', spark, { audience: { kind: 'room', roomId }, userId: actor.userId })
-      return spark
     },
 
     /**
@@ -72,33 +71,30 @@ export function createSparks (deps: CoreDeps) {
       const { sparkId, title, content, expectedVersion } = parseInput(UpdateSparkInput, input)
       if (title === undefined && content === undefined) throw validationError('(body)', 'must contain at least one of title, content')
       const now = clock.now()
-      const row = await db.transaction().execute(async (trx) => {
-        const { spark, room } = await lockVisibleSpark(trx, actor, sparkId)
-        requireSparkEditor(spark, room, actor, 'edit')
-        if (expectedVersion !== undefined && spark.version !== expectedVersion) {
-          throw new AppError('aborted', `The spark was changed meanwhile: it is at version ${spark.version}, not ${expectedVersion}. Reload it and try again.`)
+      return await inTransaction(deps, async ({ trx, publish }) => {
+        const { spark: current, room } = await lockVisibleSpark(trx, actor, sparkId)
+        requireSparkEditor(current, room, actor, 'edit')
+        if (expectedVersion !== undefined && current.version !== expectedVersion) {
+          throw new AppError('aborted', `The spark was changed meanwhile: it is at version ${current.version}, not ${expectedVersion}. Reload it and try again.`)
         }
-        const updated = await repo.updateSparkText(trx, sparkId, { title, content }, now)
-        await joinRoom(trx, spark.room_id, actor.userId, now)
-        return updated
+        const spark = toSpark(await repo.updateSparkText(trx, sparkId, { title, content }, now))
+        await joinRoom(trx, current.room_id, actor.userId, now)
+        publish('spark:updated', spark, { audience: { kind: 'room', roomId: spark.roomId }, userId: actor.userId })
+        return spark
       })
-      const spark = toSpark(row)
-      await bus.publish('spark:updated', spark, { audience: { kind: 'room', roomId: spark.roomId }, userId: actor.userId })
-      return spark
     },
 
     /** By the spark's creator or the room's creator. */
     async delete (actor: Actor, input: unknown): Promise<void> {
       const { sparkId } = parseInput(SparkIdParams, input)
       const now = clock.now()
-      const roomId = await db.transaction().execute(async (trx) => {
+      await inTransaction(deps, async ({ trx, publish }) => {
         const { spark, room } = await lockVisibleSpark(trx, actor, sparkId)
         requireSparkEditor(spark, room, actor, 'delete')
         await repo.deleteSparkRow(trx, sparkId)
         await joinRoom(trx, spark.room_id, actor.userId, now)
-        return spark.room_id
+        publish('spark:deleted', { id: sparkId, roomId: spark.room_id }, { audience: { kind: 'room', roomId: spark.room_id }, userId: actor.userId })
       })
-      await bus.publish('spark:deleted', { id: sparkId, roomId }, { audience: { kind: 'room', roomId }, userId: actor.userId })
     },
 
     /** Any signed-in user who can see the room moves any spark: snapped, collision-checked, `position:updated`. */
