@@ -156,7 +156,7 @@ const duplicated = [...arrivals.values()].filter((times) => times.length > 1).le
 const recovery = median(rounds.map((r) => r.recoveryMs))
 console.log(`\nrecovery (Postgres accepting connections → first successful request), median: ${recovery.toFixed(0)} ms (goal < ${GOAL_MS} ms: ${recovery < GOAL_MS ? 'met' : 'NOT met'})`)
 console.log(`event stream after the restart, median: ${median(rounds.map((r) => r.streamMs).filter(Number.isFinite)).toFixed(0)} ms; over the run ${written.length} writes answered 201, ${arrivals.size} events received, ${missing} missing, ${duplicated} duplicated`)
-if (missing > 0) console.log('  (a missing event is one the stream hub dropped because resolving its recipients failed as the connection went: src/core/live/stream-hub.ts)')
+if (missing > 0) console.log('  (a missing event is one the stream hub dropped because resolving its recipients failed as the connection went: src/live/stream-hub.ts)')
 console.log(`500s: ${rounds.reduce((s, r) => s + r.errors500, 0)}, resets: ${rounds.reduce((s, r) => s + r.resets, 0)}, timeouts: ${rounds.reduce((s, r) => s + r.timeouts, 0)} (all should be 0); the process ${rounds.every((r) => r.alive) ? 'survived every restart' : 'DIED'}`)
 
 await target.stop()

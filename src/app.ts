@@ -7,15 +7,15 @@ import type { Config } from './config.js'
 import { createCompute } from './compute/compute.js'
 import { createCore, type Core } from './core/index.js'
 import type { CoreDeps } from './core/deps.js'
-import { startLive } from './core/live/live.js'
-import type { EventLogBus } from './core/live/event-log-bus.js'
-import type { StreamHub } from './core/live/stream-hub.js'
+import { startLive } from './live/live.js'
+import type { EventLogBus } from './live/event-log-bus.js'
+import type { StreamHub } from './live/stream-hub.js'
 import type { HealthProbe } from './core/health.js'
 import { openDatabase, type DatabaseHandle } from './db/database.js'
 import { systemClock, type Clock } from './infra/clock.js'
 import { createMailer } from './infra/mail.js'
 import { connectRedis } from './infra/redis.js'
-import { liveConnectionsFor } from './infra/live-connections.js'
+import { liveConnectionsFor } from './live/live-connections.js'
 import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
@@ -81,7 +81,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const storage = await createStorage(config.dataDir)
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
   const clock = options.clock ?? systemClock
-  // Events travel through the database's LISTEN/NOTIFY and a durable log (src/core/live).
+  // Events travel through the database's LISTEN/NOTIFY and a durable log (src/live).
   const live = await startLive({
     db: database.db,
     connections: liveConnectionsFor(database, config, app.log),

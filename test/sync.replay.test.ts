@@ -4,7 +4,7 @@
 import t, { type Test } from 'tap'
 import { sql } from 'kysely'
 import { EventSource } from 'eventsource'
-import { comparePositions, formatPosition, LOG_START, parsePosition, type LogPosition } from '../src/core/live/log-position.js'
+import { comparePositions, formatPosition, LOG_START, parsePosition, type LogPosition } from '../src/live/log-position.js'
 import { movableClock, startApp, uniqueClientIp, type TestApp } from './helpers/app.js'
 import { signInPerson, type Person } from './helpers/people.js'
 import { ofType, openStream, positionsIncrease, sleep, type SseMessage, type SseStream } from './helpers/sse.js'

@@ -5,7 +5,8 @@
 // workerModule('<kind>.worker'), timeoutMs })` below; and a method on `Compute` that maps the
 // pool's errors (ComputeTimeoutError, ComputeFailedError) to what that operation promises.
 import type { Config } from '../config.js'
-import type { Compute, Logger } from '../core/deps.js'
+import type { Compute } from '../core/deps.js'
+import type { Logger } from '../infra/logger.js'
 import { AppError } from '../core/errors.js'
 import type layoutTask from './layout.worker.js'
 import { ComputeTimeoutError, createComputePool, workerModule } from './pool.js'

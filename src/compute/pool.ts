@@ -11,7 +11,7 @@
 import { fileURLToPath } from 'node:url'
 import { Piscina } from 'piscina'
 import { AppError } from '../core/errors.js'
-import type { Logger } from '../core/deps.js'
+import type { Logger } from '../infra/logger.js'
 
 /** A worker module's default export: one input in, one result out (both cross threads as structured clones). */
 export type WorkerFunction = (input: never) => unknown

@@ -3,18 +3,13 @@
 import type { Config } from '../config.js'
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
+import type { Logger } from '../infra/logger.js'
 import type { Mailer } from '../infra/mail.js'
 import type { EventNotifier } from './events.js'
 import type { SessionSignals } from './auth/session-signals.js'
 import type { CursorFeed } from './cursors/cursors.types.js'
 import type { TilePosition } from './canvas/canvas.types.js'
 import type { LayoutAlgorithm } from './canvas/layout.js'
-
-export interface Logger {
-  info (details: Record<string, unknown>, message: string): void
-  warn (details: Record<string, unknown>, message: string): void
-  error (details: Record<string, unknown>, message: string): void
-}
 
 /**
  * CPU-heavy work, run off the event loop (src/compute: a worker pool) so one caller's task never

@@ -1,5 +1,5 @@
 // The writing side of the event log (the transactional outbox): events go in with the change they
-// describe, in its transaction. Reading, delivery and pruning are the live delivery's (src/core/live).
+// describe, in its transaction. Reading, delivery and pruning are the live delivery's (src/live).
 import { sql } from 'kysely'
 import type { Db } from '../db/database.js'
 

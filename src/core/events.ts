@@ -1,6 +1,6 @@
 // The typed event map (SPEC Events). Operations publish an event in the transaction of the change it
 // describes (src/core/transaction.ts): the event is in the log exactly when the change commits, and
-// delivery (src/core/live) reads the log. Who may receive an event is stated by its audience, and the
+// delivery (src/live) reads the log. Who may receive an event is stated by its audience, and the
 // core decides what an audience means (room membership and visibility), never the stream code.
 import type { LayoutIssue, PositionResult, TilePosition, CursorPosition } from './canvas/canvas.types.js'
 import type { Room } from './rooms/rooms.types.js'

@@ -1,4 +1,4 @@
-// The LISTEN side of Postgres notifications, for the live event channel (src/core/live).
+// The LISTEN side of Postgres notifications, for the live event channel (src/live).
 // Embedded: PGlite delivers notifications in-process, on commit, to every callback registered on
 // the instance (two apps sharing one PGlite both hear everything). Postgres: one dedicated
 // `pg.Client` (a pooled client would lose its LISTEN when returned to the pool), reconnected at
@@ -6,7 +6,7 @@
 // gap hid.
 import type { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
-import type { Logger } from '../core/deps.js'
+import type { Logger } from './logger.js'
 import { CONNECT_TIMEOUT_MS } from '../db/postgres-pool.js'
 
 export type NotificationHandler = (payload: string) => void

@@ -18,7 +18,7 @@ export interface RestOptions {
   config: Config
   /** Absent only when the app is built without a limiter (benchmark baseline). */
   limiter?: Limiter | undefined
-  /** The event stream's hub and caps (src/core/live). */
+  /** The event stream's hub and caps (src/live). */
   live: SyncRouteOptions
 }
 

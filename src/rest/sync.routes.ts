@@ -2,12 +2,13 @@
 // Bearer; headers are flushed at once, so a client that sees them is subscribed. Messages are
 // default-type SSE messages whose data is the SPEC envelope and whose `id` is the event log id
 // (cursor messages are ephemeral and carry none); `heartbeat` is a named event. Which events a
-// stream gets, replay after Last-Event-ID and session ends are the hub's business (src/core/live).
+// stream gets, replay after Last-Event-ID and session ends are the hub's business (src/live).
 import type { FastifyInstance } from 'fastify'
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { AppError } from '../core/errors.js'
-import { STREAM_CAP_RETRY_AFTER_S, STREAMS_PER_IP, STREAMS_PER_USER, type StreamCaps } from '../core/live/stream-caps.js'
-import type { StreamHub, StreamMessage } from '../core/live/stream-hub.js'
+import { STREAM_CAP_RETRY_AFTER_S, STREAMS_PER_IP, STREAMS_PER_USER, type StreamCaps } from '../live/stream-caps.js'
+import type { StreamHub } from '../live/stream-hub.js'
+import type { StreamMessage } from '../live/streams.js'
 import { sendAppError } from './errors.js'
 import { actorOf } from './identity.js'
 

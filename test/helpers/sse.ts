@@ -1,7 +1,7 @@
 // A real SSE client for tests: fetch against the listening server and an incremental parser of the
 // text/event-stream format (fields `event`, `id`, `data`, `retry`, comments), so a test can read
 // status and headers, wait for messages, and prove an absence by waiting for a later marker.
-import { comparePositions, LOG_START, parsePosition } from '../../src/core/live/log-position.js'
+import { comparePositions, LOG_START, parsePosition } from '../../src/live/log-position.js'
 
 export interface SseMessage {
   /** `message` for default-type messages. */
@@ -131,7 +131,7 @@ export const ofType = (type: string) => (m: SseMessage): boolean => m.event === 
 
 export const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
-/** SSE ids are log positions (src/core/live/log-position.ts): each a stream receives is later than the one before. */
+/** SSE ids are log positions (src/live/log-position.ts): each a stream receives is later than the one before. */
 export function positionsIncrease (on: SseStream): boolean {
   const positions = on.events().filter((m) => m.id !== undefined).map((m) => parsePosition(m.id ?? '') ?? LOG_START)
   return positions.every((position, i) => i === 0 || comparePositions(position, positions[i - 1] ?? LOG_START) > 0)

@@ -3,7 +3,7 @@
 // many transactions at once, so the order of ids is not the order of commits. Each row records the
 // transaction that wrote it; delivery follows (tx, id), which readers can make final: once every
 // transaction older than a snapshot's xmin has ended, no row can appear before that point
-// (src/core/live/event-log-bus.ts). The prune horizon becomes such a position too.
+// (src/live/event-log-bus.ts). The prune horizon becomes such a position too.
 import { sql, type Kysely } from 'kysely'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

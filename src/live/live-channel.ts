@@ -5,9 +5,9 @@
 //   s:<session id>    a session ended (logout, revocation): its streams close
 //   u:<user id>       an account was deleted: its streams close
 //   c:<json>          a batch of cursor moves and leaves (ephemeral, never in the log)
-import type { Db } from '../../db/database.js'
-import type { NotificationListener } from '../../infra/notification-listener.js'
-import type { Logger } from '../deps.js'
+import type { Db } from '../db/database.js'
+import type { NotificationListener } from '../infra/notification-listener.js'
+import type { Logger } from '../infra/logger.js'
 import { notify } from './event-log.repository.js'
 
 export const LIVE_CHANNEL = 'canvas_live'

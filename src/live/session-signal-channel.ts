@@ -1,6 +1,6 @@
 // Session signals over the live channel (`s:<session id>`, `u:<user id>`): heard by every instance.
-import type { SessionSignals } from '../auth/session-signals.js'
-import type { Logger } from '../deps.js'
+import type { SessionSignals } from '../core/auth/session-signals.js'
+import type { Logger } from '../infra/logger.js'
 import type { LiveChannel } from './live-channel.js'
 
 export function sessionSignalsOver (channel: LiveChannel, log: Logger): SessionSignals {

@@ -7,7 +7,7 @@
 // has ended and no row can still appear before it. Rows past the first one that is not final are
 // held back until they are (one more look a moment later; see event-log-bus.ts).
 import { sql, type RawBuilder } from 'kysely'
-import type { Db } from '../../db/database.js'
+import type { Db } from '../db/database.js'
 import type { LogPosition } from './log-position.js'
 
 export interface EventLogRow {

@@ -1,5 +1,5 @@
 // The one query the stream hub makes about sessions: which of its streams' sessions still stand.
-import type { Db } from '../../db/database.js'
+import type { Db } from '../db/database.js'
 
 const CHUNK = 1_000
 

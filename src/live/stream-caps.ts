@@ -1,7 +1,7 @@
 // SPEC Limits: at most 5 open event streams per user and 20 per client IP. Counted cluster-wide
 // through expiring slots (src/infra/stream-slots.ts), so a crashed client or instance cannot leak one.
 import { randomBytes } from 'node:crypto'
-import type { Slot, SlotStore } from '../../infra/stream-slots.js'
+import type { Slot, SlotStore } from '../infra/stream-slots.js'
 
 export const STREAMS_PER_USER = 5
 export const STREAMS_PER_IP = 20

@@ -7,10 +7,10 @@
 // crashed instance delays an event by that much at most and loses nothing. While a newer event is
 // held back behind a transaction still open, it looks again shortly.
 import { randomBytes } from 'node:crypto'
-import type { Db } from '../../db/database.js'
-import type { Clock } from '../../infra/clock.js'
-import type { Logger } from '../deps.js'
-import type { AnyEvent, Audience, EventListener, EventNotifier } from '../events.js'
+import type { Db } from '../db/database.js'
+import type { Clock } from '../infra/clock.js'
+import type { Logger } from '../infra/logger.js'
+import type { AnyEvent, Audience, EventListener, EventNotifier } from '../core/events.js'
 import { countEventsAfter, findEventsBetween, findFinalEventsAfter, logBounds, notify, pruneEventsBefore, type EventLogRow } from './event-log.repository.js'
 import type { LiveChannel } from './live-channel.js'
 import { formatPosition, LOG_START, type LogPosition } from './log-position.js'

@@ -10,9 +10,9 @@
 //     most once per room per CURSOR_BATCH_MS (the `cursors:batch-updated` message).
 // A leave is handed on at once, and drops the user's pending position in that room, so a batch
 // never shows a cursor after its `cursor:left`.
-import type { CursorPosition } from '../canvas/canvas.types.js'
-import type { Logger } from '../deps.js'
-import type { CursorFeed } from './cursors.types.js'
+import type { CursorPosition } from '../core/canvas/canvas.types.js'
+import type { Logger } from '../infra/logger.js'
+import type { CursorFeed } from '../core/cursors/cursors.types.js'
 
 export const CURSOR_BATCH_MS = 100
 const RELAY_EVERY_MS = 50

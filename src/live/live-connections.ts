@@ -4,12 +4,12 @@
 // holds deliveries back behind queued transactions; on PGlite the one embedded connection.
 import { Kysely, sql } from 'kysely'
 import type { Config } from '../config.js'
-import type { Logger } from '../core/deps.js'
+import type { Logger } from '../infra/logger.js'
 import type { DatabaseHandle, Db } from '../db/database.js'
 import { OutageAwarePostgresDialect } from '../db/outage-dialect.js'
 import { createPostgresPool } from '../db/postgres-pool.js'
 import type { Database } from '../db/schema.js'
-import { pgliteListener, postgresListener, type NotificationListener } from './notification-listener.js'
+import { pgliteListener, postgresListener, type NotificationListener } from '../infra/notification-listener.js'
 
 const READ_POOL_SIZE = 3
 

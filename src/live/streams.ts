@@ -1,0 +1,98 @@
+// The open event streams of this instance, indexed by user and by session: what every other unit of
+// delivery (event fan-out, replay, cursors, upkeep) reads and the hub (stream-hub.ts) writes.
+import type { Slot } from '../infra/stream-slots.js'
+import type { LogPosition } from './log-position.js'
+
+/** One SSE message: `data` is the JSON envelope; `event` names a non-default type (heartbeat). */
+export interface StreamMessage {
+  readonly id?: string
+  readonly event?: string
+  readonly data: object
+}
+
+export interface StreamConnection {
+  /** Writes one message; the same object goes to many streams, so it may be encoded once. */
+  send (message: StreamMessage): void
+  /** Ends the response (server side). */
+  end (): void
+}
+
+export interface Stream {
+  readonly connection: StreamConnection
+  readonly userId: string
+  readonly sessionId: string
+  readonly slot: Slot
+  /** When the stream's credential stops being valid (ms since the epoch). */
+  readonly expiresAt: number | undefined
+  expiryTimer: NodeJS.Timeout | undefined
+  /** Set while a replay runs: live events wait here. */
+  buffer: Array<{ position: LogPosition, message: StreamMessage }> | undefined
+  /** After a replay: the position it covered. A live event at or before it (final before the
+   *  stream opened but handed over late) was already replayed or deliberately skipped. */
+  floor: LogPosition
+  closed: boolean
+}
+
+export class OpenStreams {
+  private readonly all = new Set<Stream>()
+  private readonly byUser = new Map<string, Set<Stream>>()
+  private readonly bySession = new Map<string, Set<Stream>>()
+
+  get size (): number {
+    return this.all.size
+  }
+
+  add (stream: Stream): void {
+    this.all.add(stream)
+    index(this.byUser, stream.userId, stream)
+    index(this.bySession, stream.sessionId, stream)
+  }
+
+  remove (stream: Stream): void {
+    this.all.delete(stream)
+    unindex(this.byUser, stream.userId, stream)
+    unindex(this.bySession, stream.sessionId, stream)
+  }
+
+  /** A copy: callers may end streams while they walk it. */
+  list (): Stream[] {
+    return [...this.all]
+  }
+
+  ofUser (userId: string): Stream[] {
+    return [...this.byUser.get(userId) ?? []]
+  }
+
+  ofSession (sessionId: string): Stream[] {
+    return [...this.bySession.get(sessionId) ?? []]
+  }
+
+  hasUser (userId: string): boolean {
+    return this.byUser.has(userId)
+  }
+
+  sessionIds (): string[] {
+    return [...this.bySession.keys()]
+  }
+
+  /** Calls `visit` for each stream of a user in `recipients`, walking the smaller side. */
+  forEachOf (recipients: ReadonlySet<string>, visit: (stream: Stream) => void): void {
+    if (recipients.size <= this.byUser.size) {
+      for (const userId of recipients) this.byUser.get(userId)?.forEach(visit)
+    } else {
+      for (const [userId, streams] of this.byUser) if (recipients.has(userId)) streams.forEach(visit)
+    }
+  }
+}
+
+function index<K> (map: Map<K, Set<Stream>>, key: K, stream: Stream): void {
+  let set = map.get(key)
+  if (set === undefined) map.set(key, set = new Set())
+  set.add(stream)
+}
+
+function unindex<K> (map: Map<K, Set<Stream>>, key: K, stream: Stream): void {
+  const set = map.get(key)
+  set?.delete(stream)
+  if (set?.size === 0) map.delete(key)
+}
