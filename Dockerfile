@@ -1,5 +1,6 @@
 # Multi-stage build: dependencies and generated code in a build stage, a slim non-root runtime, both
-# on the current Node LTS (26; CI and development run the same code on Node 20, DECISIONS §1).
+# on Node 26, the major that CI, tests and benchmarks run on (package.json installs it as a
+# devDependency, engines >= 26).
 FROM node:26-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json buf.yaml buf.gen.yaml ./

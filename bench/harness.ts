@@ -24,8 +24,10 @@ export async function importBuilt (): Promise<{ buildApp: typeof import('../src/
  *  all get real answers, never 429s (a cheaper reply would flatter the service). */
 export const UNLIMITED_TIERS = { strict: 1e9, expensive: 1e9, upload: 1e9, canvas: 1e9, write: 1e9, read: 1e9, standard: 1e9 }
 
-/** Compiles `src/` into `dist/` (incremental: quick when nothing changed). */
+/** Compiles `src/` into `dist/` (incremental: quick when nothing changed); every benchmark starts
+ *  with it, so it also says which Node the run is on (targets run on the same binary). */
 export function buildDist (): void {
+  console.log(`node ${process.version}`)
   const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: join(import.meta.dirname, '..'), stdio: 'inherit' })
   if (result.status !== 0) throw new Error('npm run build failed')
 }

@@ -27,7 +27,7 @@ function quantile (sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN
 }
 
-console.log(`node ${process.version}; ${requests} sequential requests per scenario`)
+console.log(`${requests} sequential requests per scenario`)
 for (const scenario of scenarios) {
   const times: number[] = []
   // Tier limits are raised in benchmark targets (serve.ts): every answer is a real one.

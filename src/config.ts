@@ -38,6 +38,8 @@ export interface Config {
   readonly oidcAudience: string | undefined
   readonly oidcJwksUrl: string | undefined
   readonly logLevel: string
+  /** The service's version (package.json), told to clients by GetConfig. */
+  readonly version: string
   /** What a client connection may cost in time (src/http/listener.ts). */
   readonly http: HttpTimeouts
   /** PEM certificate chain and key from TLS_CERT_FILE / TLS_KEY_FILE: HTTPS with ALPN h2 / http/1.1. */
@@ -151,6 +153,17 @@ function httpTimeouts (env: Env): HttpTimeouts {
   }
 }
 
+/** Read from package.json next to src/ or dist/, so `node dist/server.js` knows it without npm. */
+function packageVersion (): string {
+  const file = join(import.meta.dirname, '..', 'package.json')
+  try {
+    const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }
+    return typeof version === 'string' ? version : '0.0.0'
+  } catch {
+    return '0.0.0'
+  }
+}
+
 /** Outside production the secret is generated once and kept in DATA_DIR, so sessions survive restarts. */
 function jwtSecret (env: Env, nodeEnv: NodeEnv, dataDir: string): string {
   const raw = text(env, 'JWT_SECRET')
@@ -199,6 +212,7 @@ export function loadConfig (env: Env = process.env): Config {
     oidcAudience: text(env, 'OIDC_AUDIENCE'),
     oidcJwksUrl: url(env, 'OIDC_JWKS_URL', ['http:', 'https:']),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], nodeEnv === 'test' ? 'silent' : 'info'),
+    version: packageVersion(),
     http: httpTimeouts(env),
     tls: tlsFiles(env),
     computeThreads,

@@ -4,7 +4,7 @@ import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { parseInput } from '../validation.js'
 import { hashToken, newId, newSecretToken } from '../../infra/ids.js'
-import { findOrCreateUserByEmail, findUserById } from '../users/users.repository.js'
+import { findOrCreateUserByEmail, findUserById, findUserIdByEmail } from '../users/users.repository.js'
 import { toUser, type User } from '../users/users.types.js'
 import { deleteAccountData } from '../users/account-deletion.js'
 import { inTransaction } from '../transaction.js'
@@ -116,8 +116,7 @@ export function createAuth (deps: CoreDeps) {
       if (link === undefined) throw new AppError('invalid_token', 'This sign-in link is not valid.')
       if (link.used_at !== null) throw new AppError('invalid_token', 'This sign-in link has already been used.')
       if (link.expires_at <= clock.now()) throw new AppError('invalid_token', 'This sign-in link has expired. Request a new one.')
-      const existing = await db.selectFrom('users').select('id').where('email', '=', link.email).executeTakeFirst()
-      return { email: link.email, expiresAt: link.expires_at.toISOString(), newAccount: existing === undefined }
+      return { email: link.email, expiresAt: link.expires_at.toISOString(), newAccount: await findUserIdByEmail(db, link.email) === undefined }
     },
 
     /** RPC: redeems the link, which completes the poll of the client that requested it. */
@@ -240,7 +239,7 @@ export function createAuth (deps: CoreDeps) {
         accessTokenTtlSeconds: ACCESS_TOKEN_TTL_MS / 1000,
         refreshTokenTtlSeconds: REFRESH_TOKEN_TTL_MS / 1000,
         rtcEnabled: config.rtcAppId !== undefined,
-        version: process.env.npm_package_version ?? '0.1.0'
+        version: config.version
       }
     },
 

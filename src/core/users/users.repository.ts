@@ -7,6 +7,11 @@ export async function findUserById (db: Db, id: string): Promise<Selectable<User
   return await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
+export async function findUserIdByEmail (db: Db, email: string): Promise<string | undefined> {
+  const row = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst()
+  return row?.id
+}
+
 /** Returns the user with this (normalised) address, creating it on first sign-in. Safe under races. */
 export async function findOrCreateUserByEmail (db: Db, email: string, now: Date): Promise<Selectable<UsersTable>> {
   const inserted = await db.insertInto('users')
