@@ -40,7 +40,7 @@ const xs = layout.map((t) => t.x)
 const ys = layout.map((t) => t.y)
 
 const fmt = (ms: number): string => ms.toFixed(1)
-console.log(`tiles: ${count}, ticks: ${FORCE_TICKS}`)
+console.log(`node ${process.version}; tiles: ${count}, ticks: ${FORCE_TICKS}`)
 console.log(`force-directed layout: ${fmt(oursMs)} ms total, ${(oursMs / FORCE_TICKS).toFixed(3)} ms/tick (simulation + snap + overlap resolution)`)
 console.log(`bare d3-force:         ${fmt(bareMs)} ms total, ${(bareMs / FORCE_TICKS).toFixed(3)} ms/tick`)
 console.log(`ratio (ours / bare):   ${(oursMs / bareMs).toFixed(2)}`)

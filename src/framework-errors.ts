@@ -3,6 +3,7 @@
 // Connect's error JSON under /rpc, the REST envelope everywhere else.
 import { Code } from '@connectrpc/connect'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { restRefusal, sendRestError } from './rest/errors.js'
 import { connectErrorJson } from './rpc/errors.js'
 import { RPC_PREFIX } from './rpc/index.js'
 
@@ -14,6 +15,6 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
   const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
     ? `A path segment is longer than ${MAX_PATH_PARAM_LENGTH} characters.`
     : error.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoding.' : error.message
-  const body = request.url.startsWith(`${RPC_PREFIX}/`) ? connectErrorJson(Code.InvalidArgument, message) : { error: 'BadRequest', message }
-  void reply.code(400).send(body)
+  if (request.url.startsWith(`${RPC_PREFIX}/`)) void reply.code(400).send(connectErrorJson(Code.InvalidArgument, message))
+  else void sendRestError(reply, restRefusal('bad_request', message))
 }

@@ -1,5 +1,6 @@
 // Unknown paths answer JSON 404; a known path with the wrong method answers JSON 405 with `Allow`.
 import type { FastifyInstance } from 'fastify'
+import { restRefusal, sendRestError } from './rest/errors.js'
 
 export function installNotFound (app: FastifyInstance): void {
   const routes: Array<{ method: string, pattern: RegExp }> = []
@@ -15,9 +16,9 @@ export function installNotFound (app: FastifyInstance): void {
     const path = request.url.split('?')[0] ?? '/'
     const allowed = [...new Set(routes.filter((r) => r.method !== 'OPTIONS' && r.pattern.test(path)).map((r) => r.method))]
     if (allowed.length > 0 && !allowed.includes(request.method)) {
-      return await reply.code(405).header('allow', allowed.join(', '))
-        .send({ error: 'MethodNotAllowed', message: `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}` })
+      void reply.header('allow', allowed.join(', '))
+      return await sendRestError(reply, restRefusal('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`))
     }
-    return await reply.code(404).send({ error: 'NotFound', message: `No route for ${request.method} ${path}` })
+    return await sendRestError(reply, restRefusal('route_not_found', `No route for ${request.method} ${path}`))
   })
 }

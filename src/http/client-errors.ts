@@ -3,12 +3,13 @@
 // own body, and the connection is closed.
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
+import { restRefusal, type HttpRefusal } from '../rest/errors.js'
 
-const ANSWERS: Record<string, { status: number, error: string, message: string }> = {
-  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, error: 'RequestTimeout', message: 'The request did not arrive in time; send it again.' },
-  HPE_HEADER_OVERFLOW: { status: 431, error: 'RequestHeaderFieldsTooLarge', message: 'The request headers are too large.' }
+const REFUSALS: Record<string, { reason: HttpRefusal, message: string }> = {
+  ERR_HTTP_REQUEST_TIMEOUT: { reason: 'request_timeout', message: 'The request did not arrive in time; send it again.' },
+  HPE_HEADER_OVERFLOW: { reason: 'headers_too_large', message: 'The request headers are too large.' }
 }
-const MALFORMED = { status: 400, error: 'BadRequest', message: 'The request is not valid HTTP.' }
+const MALFORMED = { reason: 'bad_request', message: 'The request is not valid HTTP.' } as const
 
 export function answerClientError (error: Error & { code?: string }, socket: Socket): void {
   // A connection the client reset has no one left to answer.
@@ -18,9 +19,10 @@ export function answerClientError (error: Error & { code?: string }, socket: Soc
   }
   // Once any part of an answer went out, another one would corrupt it: only close.
   if (socket.writable && socket.bytesWritten === 0) {
-    const answer = ANSWERS[error.code ?? ''] ?? MALFORMED
-    const body = JSON.stringify({ error: answer.error, message: answer.message })
-    socket.write(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    const { reason, message } = REFUSALS[error.code ?? ''] ?? MALFORMED
+    const { status, body } = restRefusal(reason, message)
+    const json = JSON.stringify(body)
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`)
   }
   socket.destroy()
 }

@@ -1,8 +1,15 @@
-// AppError → HTTP status and `{ error, message, details }` (SPEC Errors, REST): one table.
+// Every REST error reply (SPEC Errors, REST: `{ error, message, details }`) comes from the one table
+// below: the core's error kinds, and the refusals HTTP itself makes before any operation runs (a body
+// that is not JSON, an unknown path, a request too slow to arrive, …). The error handler, the gate,
+// the not-found handler, framework errors and the HTTP parser's errors all answer through it.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, type ErrorKind } from '../core/errors.js'
 
-const STATUS: Record<ErrorKind, { status: number, error: string }> = {
+/** Refusals of HTTP itself, before any operation (or the core) sees the request. */
+export type HttpRefusal = 'bad_request' | 'route_not_found' | 'method_not_allowed' | 'request_timeout' | 'not_acceptable'
+  | 'payload_too_large' | 'unsupported_media_type' | 'headers_too_large' | 'internal'
+
+const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }> = {
   validation: { status: 400, error: 'ValidationError' },
   invalid_token: { status: 400, error: 'InvalidToken' },
   unauthenticated: { status: 401, error: 'Unauthorized' },
@@ -14,18 +21,23 @@ const STATUS: Record<ErrorKind, { status: number, error: string }> = {
   aborted: { status: 409, error: 'Conflict' },
   limit_reached: { status: 409, error: 'LimitReached' },
   rate_limited: { status: 429, error: 'Rate limit exceeded' },
-  unavailable: { status: 503, error: 'ServiceUnavailable' }
+  unavailable: { status: 503, error: 'ServiceUnavailable' },
+  bad_request: { status: 400, error: 'BadRequest' },
+  route_not_found: { status: 404, error: 'NotFound' },
+  method_not_allowed: { status: 405, error: 'MethodNotAllowed' },
+  not_acceptable: { status: 406, error: 'NotAcceptable' },
+  request_timeout: { status: 408, error: 'RequestTimeout' },
+  payload_too_large: { status: 413, error: 'PayloadTooLarge' },
+  unsupported_media_type: { status: 415, error: 'UnsupportedMediaType' },
+  headers_too_large: { status: 431, error: 'RequestHeaderFieldsTooLarge' },
+  internal: { status: 500, error: 'InternalServerError' }
 }
 
-/** Names for the client errors Fastify itself raises (bad JSON, wrong content type, body too large). */
-const HTTP_ERROR_NAMES: Record<number, string> = {
-  400: 'BadRequest',
-  404: 'NotFound',
-  405: 'MethodNotAllowed',
-  406: 'NotAcceptable',
-  413: 'PayloadTooLarge',
-  415: 'UnsupportedMediaType'
-}
+/** The refusal a client error status Fastify raises stands for (bad JSON 400, body too large 413, …). */
+const REFUSAL_OF_STATUS = new Map<number, HttpRefusal>([
+  [400, 'bad_request'], [404, 'route_not_found'], [405, 'method_not_allowed'], [406, 'not_acceptable'],
+  [408, 'request_timeout'], [413, 'payload_too_large'], [415, 'unsupported_media_type'], [431, 'headers_too_large']
+])
 
 export interface RestErrorBody {
   error: string
@@ -34,8 +46,15 @@ export interface RestErrorBody {
   retryAfter?: number
 }
 
-export function restError (error: AppError): { status: number, body: RestErrorBody } {
-  const { status, error: name } = STATUS[error.kind]
+export interface RestErrorReply { status: number, body: RestErrorBody }
+
+export function restRefusal (reason: HttpRefusal, message: string): RestErrorReply {
+  const { status, error } = REPLIES[reason]
+  return { status, body: { error, message } }
+}
+
+export function restError (error: AppError): RestErrorReply {
+  const { status, error: name } = REPLIES[error.kind]
   const body: RestErrorBody = { error: name, message: error.message }
   if (error.kind === 'validation' || error.violations.length > 0) {
     body.details = error.violations.map((v) => ({ field: v.field, issue: v.description }))
@@ -44,20 +63,27 @@ export function restError (error: AppError): { status: number, body: RestErrorBo
   return { status, body }
 }
 
-export async function sendAppError (reply: FastifyReply, error: AppError): Promise<FastifyReply> {
-  const { status, body } = restError(error)
-  if (error.retryAfter !== undefined) void reply.header('retry-after', String(error.retryAfter))
+export async function sendRestError (reply: FastifyReply, { status, body }: RestErrorReply): Promise<FastifyReply> {
+  if (body.retryAfter !== undefined) void reply.header('retry-after', String(body.retryAfter))
   return await reply.code(status).type('application/json; charset=utf-8').send(body)
+}
+
+export async function sendAppError (reply: FastifyReply, error: AppError): Promise<FastifyReply> {
+  return await sendRestError(reply, restError(error))
+}
+
+/** The reply to any error a REST route or hook throws; nothing unexpected ever shows its text. */
+export function restErrorOf (error: FastifyError | AppError): RestErrorReply {
+  if (error instanceof AppError) return restError(error)
+  const status = error.statusCode ?? 500
+  if (status < 400 || status >= 500) return restRefusal('internal', 'An unexpected error occurred.')
+  return restRefusal(REFUSAL_OF_STATUS.get(status) ?? 'bad_request', error.message)
 }
 
 export function installRestErrorHandler (app: FastifyInstance): void {
   app.setErrorHandler(async (error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof AppError) return await sendAppError(reply, error)
-    const status = error.statusCode
-    if (status !== undefined && status >= 400 && status < 500) {
-      return await reply.code(status).send({ error: HTTP_ERROR_NAMES[status] ?? 'BadRequest', message: error.message })
-    }
-    request.log.error({ err: error }, 'unhandled error')
-    return await reply.code(500).send({ error: 'InternalServerError', message: 'An unexpected error occurred.' })
+    const answer = restErrorOf(error)
+    if (answer.status >= 500 && !(error instanceof AppError)) request.log.error({ err: error }, 'unhandled error')
+    return await sendRestError(reply, answer)
   })
 }
