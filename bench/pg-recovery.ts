@@ -63,10 +63,10 @@ function collectArrivals (): void {
 const arrivalTimer = setInterval(collectArrivals, 5)
 
 const answers: Answer[] = []
-let running = true
+const load = new AbortController()
 let n = 0
 async function client (): Promise<void> {
-  while (running) {
+  while (!load.signal.aborted) {
     const title = n++ % 2 === 0 ? `spark-${n}` : undefined
     const startedAt = now()
     let status: number
@@ -137,7 +137,7 @@ for (let i = 0; i < RESTARTS; i++) {
   })
 }
 
-running = false
+load.abort()
 await clients
 await sleep(500)
 collectArrivals()

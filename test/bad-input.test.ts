@@ -117,28 +117,26 @@ t.test('RPC: malformed JSON, wrong types and random bytes get a Connect error, n
   const methods = services.flatMap((service) => service.methods.map((method) => ({ service, method })))
     .sort((a, b) => Number(a.method.name === 'Logout') - Number(b.method.name === 'Logout'))
   for (const { service, method } of methods) {
-    {
-      for (const { label, payload, type } of payloads) {
-        const res = await s.app.inject({
-          method: 'POST',
-          url: `/rpc/${service.typeName}/${method.name}`,
-          headers: { 'content-type': type, authorization: `Bearer ${owner.token}` },
-          payload
-        })
-        calls++
-        let code: unknown
-        try {
-          code = (JSON.parse(res.body) as { code?: unknown }).code
-        } catch {
-          code = undefined
-        }
-        if (res.statusCode >= 500 && code !== 'unimplemented' && code !== 'unavailable') {
-          t.fail(`${service.typeName}/${method.name} with ${label}: ${res.statusCode} ${res.body.slice(0, 200)}`)
-        }
-        // Connect ignores unknown JSON fields, so a message without fields may accept any object.
-        if (res.statusCode === 200 && (label === 'truncated JSON' || label === 'a JSON array' || label === 'plain text' || label === 'random protobuf bytes')) {
-          t.fail(`${service.typeName}/${method.name} with ${label}: accepted`)
-        }
+    for (const { label, payload, type } of payloads) {
+      const res = await s.app.inject({
+        method: 'POST',
+        url: `/rpc/${service.typeName}/${method.name}`,
+        headers: { 'content-type': type, authorization: `Bearer ${owner.token}` },
+        payload
+      })
+      calls++
+      let code: unknown
+      try {
+        code = (JSON.parse(res.body) as { code?: unknown }).code
+      } catch {
+        code = undefined
+      }
+      if (res.statusCode >= 500 && code !== 'unimplemented' && code !== 'unavailable') {
+        t.fail(`${service.typeName}/${method.name} with ${label}: ${res.statusCode} ${res.body.slice(0, 200)}`)
+      }
+      // Connect ignores unknown JSON fields, so a message without fields may accept any object.
+      if (res.statusCode === 200 && (label === 'truncated JSON' || label === 'a JSON array' || label === 'plain text' || label === 'random protobuf bytes')) {
+        t.fail(`${service.typeName}/${method.name} with ${label}: accepted`)
       }
     }
   }

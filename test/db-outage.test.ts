@@ -57,11 +57,11 @@ async function rpcVerdict (call: Promise<unknown>): Promise<{ verdict: Verdict, 
 /** A steady trickle from one signed-in user: REST reads and writes, RPC JSON and binary reads. */
 function startLoad (person: Person, roomId: string): Load {
   const outcomes: Outcome[] = []
-  let running = true
+  const load = new AbortController()
   let n = 0
   const rooms = { json: person.rpc(RoomsService), binary: person.rpc(RoomsService, { binary: true }) }
   async function worker (transport: Outcome['transport']): Promise<void> {
-    while (running) {
+    while (!load.signal.aborted) {
       const startedAt = performance.now()
       let verdict: Verdict
       let detail: string
@@ -84,7 +84,7 @@ function startLoad (person: Person, roomId: string): Load {
   return {
     outcomes,
     async stop () {
-      running = false
+      load.abort()
       await workers
       return outcomes
     }
@@ -326,9 +326,9 @@ async function outageTests (): Promise<void> {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}'
     }).then((r) => r.status, () => 0)
     const statuses: number[] = []
-    let running = true
+    const stop = new AbortController()
     const load = (async () => {
-      while (running) {
+      while (!stop.signal.aborted) {
         statuses.push(await listRooms())
         await sleep(20)
       }
@@ -336,7 +336,7 @@ async function outageTests (): Promise<void> {
     await sleep(300)
     await cluster.restart()
     await sleep(1_000)
-    running = false
+    stop.abort()
     await load
     t.equal(child.exitCode, null, `the process is alive${stderr === '' ? '' : `: ${stderr}`}`)
     t.equal((await fetch(`${url}/health`)).status, 200, 'and healthy')

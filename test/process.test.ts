@@ -75,7 +75,7 @@ t.test('SIGTERM under steady keep-alive load: no request sent before the signal 
   const { child, url, exited } = await startServer({})
   const agent = new http.Agent({ keepAlive: true, maxSockets: 20 })
   const outcomes: Array<{ sentAt: number, status: number | string }> = []
-  let stop = false
+  const stop = new AbortController()
   const one = async (): Promise<void> => {
     const sentAt = Date.now()
     const status = await new Promise<number | string>((resolve) => {
@@ -87,13 +87,13 @@ t.test('SIGTERM under steady keep-alive load: no request sent before the signal 
     })
     outcomes.push({ sentAt, status })
   }
-  const workers = Array.from({ length: 20 }, async () => { while (!stop) await one() })
+  const workers = Array.from({ length: 20 }, async () => { while (!stop.signal.aborted) await one() })
   await new Promise((resolve) => setTimeout(resolve, 1_000))
   const signalled = Date.now()
   child.kill('SIGTERM')
   t.equal(await exited, 0, 'exit code 0')
   t.ok(Date.now() - signalled < 10_000, `exited ${Date.now() - signalled} ms after SIGTERM`)
-  stop = true
+  stop.abort()
   await Promise.all(workers)
   agent.destroy()
   const before = outcomes.filter((o) => o.sentAt < signalled)

@@ -220,6 +220,6 @@ t.test('MoveSpark / PATCH /api/sparks/:id/position: snapped, collision-checked, 
   const missing = await rpcError(owner.rpc(SparksService).moveSpark({ sparkId: b.id, x: 10 }))
   t.same(missing.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => [v.field, v.description]), [['y', 'is required']])
   t.equal((await owner.rest('PATCH', `/api/sparks/${b.id}/position`, { x: 'left', y: 0 })).statusCode, 400)
-  t.equal((await owner.rest('PATCH', `/api/sparks/spark_nope/position`, { x: 0, y: 0 })).statusCode, 404)
+  t.equal((await owner.rest('PATCH', '/api/sparks/spark_nope/position', { x: 0, y: 0 })).statusCode, 404)
   t.equal((await owner.rest('GET', `/api/sparks/${a.id}`)).json().data.version, 1, 'the other tile was not touched')
 })

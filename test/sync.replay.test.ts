@@ -97,12 +97,20 @@ t.test('a real EventSource client resumes after its connection drops, without lo
       const response = await fetch(url, { ...init, headers: { ...init.headers, cookie: `app_session=${member.cookie}`, 'x-forwarded-for': ip } })
       const reader = response.body?.getReader()
       if (reader !== undefined) drop = () => { void reader.cancel() }
-      return { url: response.url, status: response.status, redirected: response.redirected, headers: response.headers, body: reader === undefined ? null : {
-        getReader: () => ({
-          read: async () => { const r = await reader.read(); return r.done ? { done: true as const } : { done: false as const, value: r.value } },
-          cancel: async () => { await reader.cancel() }
-        })
-      } }
+      return {
+        url: response.url,
+        status: response.status,
+        redirected: response.redirected,
+        headers: response.headers,
+        body: reader === undefined
+          ? null
+          : {
+              getReader: () => ({
+                read: async () => { const r = await reader.read(); return r.done ? { done: true as const } : { done: false as const, value: r.value } },
+                cancel: async () => { await reader.cancel() }
+              })
+            }
+      }
     }
   })
   t.teardown(() => { source.close() })

@@ -109,19 +109,19 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     draining = true
     let heldBack = false
     try {
-      do {
+      // Pages until the log is read up to what is final; once more if someone asked meanwhile.
+      for (;;) {
         again = false
-        for (;;) {
-          const page = await findFinalEventsAfter(readDb, delivered, LOAD_BATCH)
-          for (const row of page.rows) {
-            delivered = row.position
-            const event = toEvent(row)
-            if (event !== undefined) hand(event)
-          }
-          heldBack = page.heldBack
-          if (heldBack || page.rows.length < LOAD_BATCH || stopped) break
+        const page = await findFinalEventsAfter(readDb, delivered, LOAD_BATCH)
+        for (const row of page.rows) {
+          delivered = row.position
+          const event = toEvent(row)
+          if (event !== undefined) hand(event)
         }
-      } while (again && !stopped)
+        heldBack = page.heldBack
+        const more = !heldBack && page.rows.length === LOAD_BATCH
+        if (stopped || !(more || again)) break
+      }
       if (heldBack) {
         lookLater(heldBackDelay)
         heldBackDelay = Math.min(heldBackDelay * 2, HELD_BACK_MAX_MS)

@@ -35,9 +35,7 @@ export async function startFakeSmtp (options: { accept: boolean, delayMs: number
         buffer = buffer.slice(newline + 2)
         const verb = line.slice(0, 4).toUpperCase()
         if (verb === 'EHLO' || verb === 'HELO') socket.write('250 fake\r\n')
-        else if (verb === 'DATA') { inData = true; socket.write('354 go ahead\r\n'); break }
-        else if (verb === 'QUIT') { socket.end('221 bye\r\n'); return }
-        else socket.write('250 ok\r\n')
+        else if (verb === 'DATA') { inData = true; socket.write('354 go ahead\r\n'); break } else if (verb === 'QUIT') { socket.end('221 bye\r\n'); return } else socket.write('250 ok\r\n')
       }
     })
     socket.on('error', () => {})
