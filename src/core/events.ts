@@ -3,6 +3,7 @@
 // delivery (src/live) reads the log. Who may receive an event is stated by its audience, and the
 // core decides what an audience means (room membership and visibility), never the stream code.
 import type { LayoutIssue, PositionResult, TilePosition, CursorPosition } from './canvas/canvas.types.js'
+import type { Office, OfficeRole } from './offices/offices.types.js'
 import type { Room } from './rooms/rooms.types.js'
 import type { Spark } from './sparks/sparks.types.js'
 
@@ -21,6 +22,11 @@ export interface EventMap {
   'cursor:moved': CursorPosition
   'cursor:left': { userId: string, roomId: string }
   'cursors:batch-updated': { cursors: CursorPosition[] }
+  'office:created': Office
+  'office:updated': Office
+  'office:deleted': { id: string }
+  'office:member-joined': { officeId: string, userId: string, role: OfficeRole }
+  'office:member-left': { officeId: string, userId: string }
 }
 
 export type EventType = keyof EventMap
@@ -28,10 +34,12 @@ export type EventType = keyof EventMap
 /**
  * Who may receive an event.
  * - room: the room's members who may still see the room at delivery time (DECISIONS §5, §7);
+ * - office: the office's members at delivery time;
  * - users: exactly these users (e.g. `room:deleted` goes to those who were members when it was deleted).
  */
 export type Audience =
   | { kind: 'room', roomId: string }
+  | { kind: 'office', officeId: string }
   | { kind: 'users', userIds: readonly string[] }
 
 export interface DomainEvent<K extends EventType = EventType> {

@@ -4,6 +4,8 @@ import { createAuth } from './auth/auth.js'
 import { createCanvas } from './canvas/canvas.js'
 import { createCursors } from './cursors/cursors.js'
 import type { CoreDeps } from './deps.js'
+import { createInvites } from './offices/invites.js'
+import { createOffices } from './offices/offices.js'
 import { createRooms } from './rooms/rooms.js'
 import { createSparks } from './sparks/sparks.js'
 
@@ -14,6 +16,8 @@ export function createCore (deps: CoreDeps) {
     rooms: createRooms(deps),
     sparks: createSparks(deps),
     canvas: createCanvas(deps),
+    offices: createOffices(deps),
+    invites: createInvites(deps),
     cursors: createCursors(deps.cursorFeed, createAudience(deps))
   }
 }

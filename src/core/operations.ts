@@ -74,6 +74,9 @@ export const OPERATIONS = {
   'offices.listMembers': requiredIn('read'),
   'offices.removeMember': requiredIn('write'),
   'offices.updateMemberRole': requiredIn('write'),
+  /** REST only (DECISIONS §13): an office's pending invitations, and cancelling one. */
+  'offices.listInvites': requiredIn('read'),
+  'offices.cancelInvite': requiredIn('write'),
 
   'passport.getPassport': requiredIn('read'),
   'passport.updatePassport': requiredIn('write'),

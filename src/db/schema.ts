@@ -104,6 +104,40 @@ export interface EventLogHorizonTable {
   pruned_through: ColumnType<string, never, string>
 }
 
+export type OfficeRole = 'owner' | 'admin' | 'member'
+
+export interface OfficesTable {
+  id: string
+  name: string
+  /** Lower-case letters, digits and hyphens; unique. */
+  slug: string
+  description: string
+  is_public: boolean
+  created_by: string
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+export interface OfficeMembersTable {
+  office_id: string
+  user_id: string
+  role: OfficeRole
+  joined_at: ColumnType<Date, Date | undefined, never>
+}
+
+/** An invitation by e-mail; only its token's hash is stored. Pending while `accepted_at` is null and it has not expired. */
+export interface OfficeInvitesTable {
+  id: string
+  office_id: string
+  email: string
+  role: OfficeRole
+  token_hash: string
+  invited_by: string
+  created_at: CreatedAt
+  expires_at: Timestamp
+  accepted_at: Timestamp | null
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -115,6 +149,9 @@ export interface Database {
   room_members: RoomMembersTable
   event_log: EventLogTable
   event_log_horizon: EventLogHorizonTable
+  offices: OfficesTable
+  office_members: OfficeMembersTable
+  office_invites: OfficeInvitesTable
 }
 
 export type { Generated }

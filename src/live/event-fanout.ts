@@ -13,8 +13,13 @@ import type { OpenStreams, StreamMessage } from './streams.js'
 const RESOLVE_RETRY_FIRST_MS = 100
 const RESOLVE_RETRY_MAX_MS = 2_000
 
-export const audienceKey = (audience: Audience): string =>
-  audience.kind === 'room' ? `r:${audience.roomId}` : `u:${[...audience.userIds].sort().join(',')}`
+export function audienceKey (audience: Audience): string {
+  switch (audience.kind) {
+    case 'room': return `r:${audience.roomId}`
+    case 'office': return `o:${audience.officeId}`
+    case 'users': return `u:${[...audience.userIds].sort().join(',')}`
+  }
+}
 
 /** The SPEC envelope; the internal audience never leaves the server. */
 export function messageOf (event: LoggedEvent): StreamMessage {

@@ -48,8 +48,9 @@ export interface EventLogBus extends EventNotifier {
 
 function isAudience (value: unknown): value is Audience {
   if (typeof value !== 'object' || value === null) return false
-  const candidate = value as { kind?: unknown, roomId?: unknown, userIds?: unknown }
+  const candidate = value as { kind?: unknown, roomId?: unknown, officeId?: unknown, userIds?: unknown }
   if (candidate.kind === 'room') return typeof candidate.roomId === 'string'
+  if (candidate.kind === 'office') return typeof candidate.officeId === 'string'
   return candidate.kind === 'users' && Array.isArray(candidate.userIds) && candidate.userIds.every((id) => typeof id === 'string')
 }
 

@@ -6,6 +6,8 @@ import type { Core } from '../core/index.js'
 import { authRoutes } from './auth.routes.js'
 import { canvasRoutes } from './canvas.routes.js'
 import { cursorRoutes } from './cursor.routes.js'
+import { inviteRoutes } from './invites.routes.js'
+import { officeRoutes } from './offices.routes.js'
 import { roomRoutes } from './rooms.routes.js'
 import { sparkRoutes } from './sparks.routes.js'
 import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
@@ -39,5 +41,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(sparkRoutes(core), { prefix: '/sparks' })
   await app.register(canvasRoutes(core), { prefix: '/canvas' })
   await app.register(cursorRoutes(core), { prefix: '/canvas' })
+  await app.register(officeRoutes(core), { prefix: '/offices' })
+  await app.register(inviteRoutes(core), { prefix: '/invites' })
   await app.register(syncRoutes(live), { prefix: '/sync' })
 }

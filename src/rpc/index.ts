@@ -18,6 +18,7 @@ import { SparksService } from '../gen/app/sparks/v1/sparks_pb.js'
 import { UsersService } from '../gen/app/users/v1/users_pb.js'
 import { authService } from './auth.service.js'
 import { canvasService } from './canvas.service.js'
+import { officesService } from './offices.service.js'
 import { roomsService } from './rooms.service.js'
 import { sparksService } from './sparks.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
@@ -71,8 +72,8 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     serviceRoute(RoomsService, roomsService(core)),
     serviceRoute(SparksService, sparksService(core)),
     serviceRoute(CanvasService, canvasService(core)),
+    serviceRoute(OfficesService, officesService(core)),
     // Declared now so clients generate from one tree; methods not implemented yet answer UNIMPLEMENTED.
-    serviceRoute(OfficesService, {}),
     serviceRoute(PassportService, {}),
     serviceRoute(RtcService, {}),
     serviceRoute(UsersService, {}),

@@ -19,8 +19,7 @@ export interface Person {
   rpc: <S extends DescService>(service: S, options?: { binary?: boolean }) => Client<S>
 }
 
-export async function signInPerson (t: TestApp, label = 'user'): Promise<Person> {
-  const email = uniqueEmail(label)
+export async function signInPerson (t: TestApp, label = 'user', email = uniqueEmail(label)): Promise<Person> {
   const { cookie, userId } = await signInWithCookie(t, email)
   const { accessToken } = await signInWithRpc(t, email)
   return {

@@ -21,5 +21,18 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'POST', url: '/api/canvas/layout/validate' },
   { method: 'GET', url: '/api/canvas/state' },
   { method: 'POST', url: '/api/canvas/cursor' },
-  { method: 'POST', url: '/api/canvas/cursor/leave' }
+  { method: 'POST', url: '/api/canvas/cursor/leave' },
+  { method: 'GET', url: '/api/offices' },
+  { method: 'POST', url: '/api/offices' },
+  { method: 'GET', url: '/api/offices/:officeId' },
+  { method: 'PATCH', url: '/api/offices/:officeId' },
+  { method: 'DELETE', url: '/api/offices/:officeId' },
+  { method: 'GET', url: '/api/offices/:officeId/members' },
+  { method: 'PATCH', url: '/api/offices/:officeId/members/:userId' },
+  { method: 'DELETE', url: '/api/offices/:officeId/members/:userId' },
+  { method: 'POST', url: '/api/offices/:officeId/invites' },
+  { method: 'GET', url: '/api/offices/:officeId/invites' },
+  { method: 'DELETE', url: '/api/offices/:officeId/invites/:inviteId' },
+  { method: 'GET', url: '/api/invites/:token' },
+  { method: 'POST', url: '/api/invites/accept' }
 ]

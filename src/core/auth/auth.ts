@@ -8,6 +8,7 @@ import { findOrCreateUserByEmail, findUserById, findUserIdByEmail } from '../use
 import { toUser, type User } from '../users/users.types.js'
 import { deleteAccountData } from '../users/account-deletion.js'
 import { inTransaction } from '../transaction.js'
+import { sendOrUndo } from '../mail-or-undo.js'
 import * as repo from './auth.repository.js'
 import { createSessionCache } from './session-cache.js'
 import { createTokenCodec } from './tokens.js'
@@ -20,7 +21,7 @@ const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
 
 export function createAuth (deps: CoreDeps) {
-  const { db, clock, mailer, config, log, sessionSignals } = deps
+  const { db, clock, config, log, sessionSignals } = deps
   const codec = createTokenCodec(config.jwtSecret)
   const validSessions = createSessionCache()
   sessionSignals.listen({
@@ -33,17 +34,6 @@ export function createAuth (deps: CoreDeps) {
     await repo.revokeSession(db, sessionId, now)
     validSessions.forgetSession(sessionId)
     await sessionSignals.sessionEnded(sessionId)
-  }
-
-  /** Sends mail; when it cannot be sent, `undo` removes what was stored so no unsent token stays usable. */
-  async function sendOrUndo (message: { to: string, subject: string, text: string }, undo: () => Promise<void>): Promise<void> {
-    try {
-      await mailer.send(message)
-    } catch (error) {
-      log.error({ err: error, to: message.to }, 'mail delivery failed')
-      await undo()
-      throw new AppError('unavailable', 'The e-mail could not be sent. Please try again later.')
-    }
   }
 
   async function issueTokenPair (userId: string, sessionId: string, now: Date): Promise<TokenPair> {
@@ -101,7 +91,7 @@ export function createAuth (deps: CoreDeps) {
       await repo.deleteExpiredLoginLinks(db, later(now, -POLL_GRACE_MS))
       await repo.insertLoginLink(db, { tokenHash, pollHash: pollToken === undefined ? null : hashToken(pollToken), email: address, now, expiresAt })
       const link = `${config.appUrl}/api/auth/authorize?token=${token}`
-      await sendOrUndo({
+      await sendOrUndo(deps, {
         to: address,
         subject: 'Your sign-in link',
         text: `Sign in to Canvas by opening this link within 10 minutes:\n\n${link}\n\nIf you did not ask for it, ignore this message.\n`
@@ -209,7 +199,7 @@ export function createAuth (deps: CoreDeps) {
       const tokenHash = hashToken(token)
       const expiresAt = later(clock.now(), DELETION_TOKEN_TTL_MS)
       await repo.insertDeletionToken(db, { tokenHash, userId: user.id, expiresAt })
-      await sendOrUndo({
+      await sendOrUndo(deps, {
         to: user.email,
         subject: 'Confirm the deletion of your account',
         text: `Someone (hopefully you) asked to delete your Canvas account and all its data.\n\nTo confirm, open this link within 60 minutes:\n\n${config.appUrl}/account/confirm-deletion?token=${token}\n\nIf you did not ask for it, ignore this message and nothing happens.\n`

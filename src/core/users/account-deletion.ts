@@ -4,7 +4,8 @@
 import type { Transaction } from '../transaction.js'
 import { deleteRoomsCreatedBy } from '../rooms/rooms.repository.js'
 import { deleteSparksCreatedBy } from '../sparks/sparks.repository.js'
-import { deleteUserRow } from './users.repository.js'
+import { deleteInvitesTo, deleteOfficeRow, membershipsOf, officesOwnedAlone } from '../offices/offices.repository.js'
+import { deleteUserRow, findUserById } from './users.repository.js'
 
 /** Deletes the account's data and publishes the same events a user deleting each room and spark
  *  would have caused, to whoever could see them, in the deletion's transaction. */
@@ -12,6 +13,20 @@ export async function deleteAccountData ({ trx, publish }: Transaction, userId: 
   // Their rooms with every spark in them, then their sparks in rooms of others.
   const rooms = await deleteRoomsCreatedBy(trx, userId)
   const sparks = await deleteSparksCreatedBy(trx, userId)
+  // The offices they alone own go whole; in the others their co-members see them leave.
+  const ownedAlone = await officesOwnedAlone(trx, userId)
+  for (const { officeId, memberIds } of ownedAlone) {
+    await deleteOfficeRow(trx, officeId)
+    const others = memberIds.filter((id) => id !== userId)
+    if (others.length > 0) publish('office:deleted', { id: officeId }, { audience: { kind: 'users', userIds: others }, userId })
+  }
+  for (const officeId of await membershipsOf(trx, userId)) {
+    if (ownedAlone.some((o) => o.officeId === officeId)) continue
+    publish('office:member-left', { officeId, userId }, { audience: { kind: 'office', officeId }, userId })
+  }
+  const user = await findUserById(trx, userId)
+  if (user !== undefined) await deleteInvitesTo(trx, user.email)
+  // Memberships and the invitations they sent go with the user row (foreign keys).
   await deleteUserRow(trx, userId)
   for (const { roomId, memberIds } of rooms) {
     if (memberIds.length > 0) publish('room:deleted', { id: roomId }, { audience: { kind: 'users', userIds: memberIds }, userId })

@@ -4,10 +4,12 @@ import * as usersAndSessions from './2026-11-22T00-00-00_users_and_sessions.js'
 import * as roomsSparksMembers from './2026-11-22T22-10-00_rooms_sparks_members.js'
 import * as eventLog from './2026-11-22T22-30-00_event_log.js'
 import * as eventLogPositions from './2026-11-25T12-00-00_event_log_positions.js'
+import * as offices from './2026-11-25T15-00-00_offices.js'
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00_users_and_sessions': usersAndSessions,
   '2026-11-22T22-10-00_rooms_sparks_members': roomsSparksMembers,
   '2026-11-22T22-30-00_event_log': eventLog,
-  '2026-11-25T12-00-00_event_log_positions': eventLogPositions
+  '2026-11-25T12-00-00_event_log_positions': eventLogPositions,
+  '2026-11-25T15-00-00_offices': offices
 }

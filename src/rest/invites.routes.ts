@@ -1,0 +1,20 @@
+// /api/invites: what an invitation's token invites to (public), and accepting it (DECISIONS §13).
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Core } from '../core/index.js'
+import { InviteTokenInput } from '../core/offices/offices.types.js'
+import { actorOf } from './identity.js'
+
+export function inviteRoutes (core: Core) {
+  return async function (app: FastifyInstance): Promise<void> {
+    const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+    r.post('/accept', { schema: { body: InviteTokenInput }, config: { operation: 'offices.acceptInvite' } }, async (request) => {
+      return { data: await core.invites.accept(actorOf(request), request.body) }
+    })
+
+    r.get('/:token', { schema: { params: InviteTokenInput }, config: { operation: 'offices.getInviteInfo' } }, async (request) => {
+      return { data: await core.invites.info(request.params) }
+    })
+  }
+}

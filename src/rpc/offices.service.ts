@@ -1,0 +1,48 @@
+// app.offices.v1.OfficesService: message ↔ core mapping only.
+import type { ServiceImpl } from '@connectrpc/connect'
+import type { Core } from '../core/index.js'
+import { OfficesService } from '../gen/app/offices/v1/offices_pb.js'
+import { actorOf, optionalActorOf } from './context.js'
+
+export function officesService (core: Core): ServiceImpl<typeof OfficesService> {
+  const { offices, invites } = core
+  return {
+    async listOffices (req, ctx) {
+      const { items, pagination } = await offices.list(optionalActorOf(ctx), { page: req.page, limit: req.limit, scope: req.scope })
+      return { offices: items, pagination }
+    },
+    async getOffice (req, ctx) {
+      return { office: await offices.get(actorOf(ctx), { officeId: req.officeId }) }
+    },
+    async createOffice (req, ctx) {
+      return { office: await offices.create(actorOf(ctx), { name: req.name, slug: req.slug, description: req.description, isPublic: req.isPublic }) }
+    },
+    async updateOffice (req, ctx) {
+      return { office: await offices.update(actorOf(ctx), { officeId: req.officeId, name: req.name, slug: req.slug, description: req.description, isPublic: req.isPublic }) }
+    },
+    async deleteOffice (req, ctx) {
+      await offices.delete(actorOf(ctx), { officeId: req.officeId })
+      return {}
+    },
+    async inviteToOffice (req, ctx) {
+      return { invite: await invites.invite(actorOf(ctx), { officeId: req.officeId, email: req.email, role: req.role }) }
+    },
+    async getInviteInfo (req) {
+      return await invites.info({ token: req.token })
+    },
+    async acceptInvite (req, ctx) {
+      return await invites.accept(actorOf(ctx), { token: req.token })
+    },
+    async listMembers (req, ctx) {
+      const { items, pagination } = await offices.listMembers(actorOf(ctx), { officeId: req.officeId, page: req.page, limit: req.limit })
+      return { members: items, pagination }
+    },
+    async removeMember (req, ctx) {
+      await offices.removeMember(actorOf(ctx), { officeId: req.officeId, userId: req.userId })
+      return {}
+    },
+    async updateMemberRole (req, ctx) {
+      return { member: await offices.updateMemberRole(actorOf(ctx), { officeId: req.officeId, userId: req.userId, role: req.role }) }
+    }
+  }
+}
