@@ -15,7 +15,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { request, type ClientRequest } from 'node:http'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
@@ -264,6 +264,8 @@ async function main (): Promise<void> {
   await admin.connect()
   const serverVersion = (await admin.query<{ server_version: string }>('show server_version')).rows[0]?.server_version ?? '?'
   const cores = availableParallelism()
+  // The log is never pruned within 24 h, and every delivery read depends on its size: say how big it is.
+  const logRows = (await admin.query<{ n: string }>('select count(*) as n from event_log').catch(() => ({ rows: [{ n: 'none yet' }] }))).rows[0]?.n ?? '?'
   const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
 
   // Instance A runs throughout (idle during the bare scenarios); B only around scenario 4, so that
@@ -570,10 +572,11 @@ async function main (): Promise<void> {
     `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms; ${r.received}/${r.acked} arrived${r.skipped > 0 ? ` (${r.skipped} ticks skipped: no tile free)` : ''}` +
     `${r.lost > 0 ? `, LOST ${r.lost}` : ''}${r.duplicated > 0 ? `, DUPLICATED ${r.duplicated}` : ''}${r.failed > 0 ? `, ${r.failed} writes failed` : ''}`
 
-  console.log(`Node ${process.version} (this process, the service and the load generator), Postgres ${serverVersion}, cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}`)
-  console.log(`${tiles.length} tiles in ${rooms.length} rooms; ${ROUNDS} round(s) of ${SECONDS} s per scenario (1 s warm-up each), ${CONNECTIONS} connections; ${cores} cores`)
+  console.log(`Node ${process.version} (this process, the service and the load generator), Postgres ${serverVersion} (event_log rows at start: ${logRows}), cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}`)
+  // Other users' work on a shared machine moves every figure: say how busy it was.
+  console.log(`${tiles.length} tiles in ${rooms.length} rooms; ${ROUNDS} round(s) of ${SECONDS} s per scenario (1 s warm-up each), ${CONNECTIONS} connections; ${cores} cores, load average ${loadavg()[0]?.toFixed(1) ?? '?'}`)
   for (let round = 1; round <= ROUNDS; round++) {
-    console.log(`round ${round} of ${ROUNDS}`)
+    console.log(`round ${round} of ${ROUNDS} (load average ${loadavg()[0]?.toFixed(1) ?? '?'})`)
     for (const scenario of scenarios) {
       let run: Run
       if (scenario === 'bare' || scenario === 'bare-event') {
