@@ -206,6 +206,24 @@ t.test('an event that cannot be written rolls its change back (the outbox is the
   await noneBefore(t, ownerStream, (m) => m.json.payload?.name === 'after the refusal', (m) => m.json.payload?.name === poison, 'and no event of it was delivered')
 })
 
+t.test('positions order by number, not text: ids crossing a power of ten arrive in order, once', async (t) => {
+  // Its own database: the ids of the shared log jump here.
+  const own = await startApp({ DATABASE_URL: undefined })
+  t.teardown(own.close)
+  const owner = await signInPerson(own, 'digits')
+  const opened = await openStream(own.url, { cookie: owner.cookie, headers: { 'x-forwarded-for': uniqueClientIp() } })
+  t.teardown(() => { opened.close() })
+  await sql`alter table event_log alter column id restart with 99999998`.execute(own.app.deps.db)
+  await own.app.deps.db.transaction().execute(async (trx) => {
+    await insertEvents(trx, ['nine', 'ten', 'eleven'].map((name) => ({ type: 'room:updated', payload: { name }, audience: { kind: 'users', userIds: [owner.userId] }, userId: owner.userId })))
+  })
+  own.app.live.bus.committed()
+  await owner.rest('POST', '/api/rooms', { name: 'after the digits', isPublic: false })
+  await opened.waitFor((m) => m.json.payload?.name === 'after the digits')
+  t.same(opened.events().map((m) => m.json.payload?.name), ['nine', 'ten', 'eleven', 'after the digits'])
+  t.ok(positionsIncrease(opened))
+})
+
 t.test('stream caps: the 6th stream of a user and the 21st of an address get 429; slots free on close', async (t) => {
   const user = await signInPerson(s, 'capped')
   const ip = uniqueClientIp()

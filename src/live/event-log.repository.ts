@@ -27,24 +27,30 @@ function toRow (row: RawRow): EventLogRow {
 
 const at = (position: LogPosition): RawBuilder<unknown> => sql`(${position.tx.toString()}::xid8, ${position.id.toString()}::bigint)`
 
+// Every ORDER BY names the table's columns: a bare `tx` would mean the output column `tx::text`
+// and sort positions as text (out of order past a power of ten, and without the index).
+
 /**
  * Final events after `after`, in delivery order, at most `limit`; `heldBack` when an event that is
- * not final yet follows them (the caller looks again shortly).
+ * not final yet follows them (the caller looks again shortly). Every event that is not final sorts
+ * after every final one, so only the final ones are read, and the held-back ones merely noticed.
  */
 export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: number): Promise<{ rows: EventLogRow[], heldBack: boolean }> {
-  const result = await sql<RawRow & { final: boolean }>`
-    with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-    select tx::text, id::text, type, payload, audience, user_id, created_at, tx < horizon.xmin as final
-    from event_log, horizon
-    where (tx, id) > ${at(after)}
-    order by tx, id
-    limit ${limit}`.execute(db)
-  const rows: EventLogRow[] = []
-  for (const row of result.rows) {
-    if (!row.final) return { rows, heldBack: true }
-    rows.push(toRow(row))
-  }
-  return { rows, heldBack: false }
+  const result = await sql<RawRow & { held_back: boolean }>`
+    with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin),
+    final as (
+      select event_log.tx, event_log.id, type, payload, audience, user_id, created_at
+      from event_log, horizon
+      where (event_log.tx, event_log.id) > ${at(after)} and event_log.tx < horizon.xmin
+      order by event_log.tx, event_log.id
+      limit ${limit}
+    )
+    select final.tx::text, final.id::text, type, payload, audience, user_id, created_at,
+      exists (select 1 from event_log, horizon where event_log.tx >= horizon.xmin and (event_log.tx, event_log.id) > ${at(after)}) as held_back
+    from (select 1) as one left join final on true
+    order by final.tx, final.id`.execute(db)
+  const rows = result.rows.filter((row) => row.tx !== null).map(toRow)
+  return { rows, heldBack: result.rows[0]?.held_back ?? false }
 }
 
 /** Events with `after < position <= upTo` (all final when `upTo` is), in delivery order, at most `limit`. */
@@ -53,7 +59,7 @@ export async function findEventsBetween (db: Db, after: LogPosition, upTo: LogPo
     select tx::text, id::text, type, payload, audience, user_id, created_at
     from event_log
     where (tx, id) > ${at(after)} and (tx, id) <= ${at(upTo)}
-    order by tx, id
+    order by event_log.tx, event_log.id
     limit ${limit}`.execute(db)
   return result.rows.map(toRow)
 }
@@ -70,7 +76,7 @@ export async function logBounds (db: Db): Promise<{ newest: LogPosition, prunedT
   const result = await sql<{ tx: string | null, id: string | null, pruned_tx: string, pruned_through: string }>`
     with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin),
     newest as (
-      select tx, id from event_log, horizon where tx < horizon.xmin order by tx desc, id desc limit 1
+      select tx, id from event_log, horizon where event_log.tx < horizon.xmin order by event_log.tx desc, event_log.id desc limit 1
     )
     select newest.tx::text, newest.id::text, h.pruned_tx::text, h.pruned_through::text
     from event_log_horizon h left join newest on true`.execute(db)
@@ -89,8 +95,8 @@ export async function pruneEventsBefore (db: Db, cutoff: Date): Promise<number> 
     const last = await sql<{ tx: string, id: string }>`
       with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
       select tx::text, id::text from event_log, horizon
-      where created_at < ${cutoff} and tx < horizon.xmin
-      order by tx desc, id desc limit 1`.execute(trx)
+      where created_at < ${cutoff} and event_log.tx < horizon.xmin
+      order by event_log.tx desc, event_log.id desc limit 1`.execute(trx)
     const through = last.rows[0]
     if (through === undefined) return 0
     const position = { tx: BigInt(through.tx), id: BigInt(through.id) }
