@@ -18,6 +18,8 @@ export interface Config {
   readonly dataDir: string
   readonly databaseUrl: string | undefined
   readonly redisUrl: string | undefined
+  /** Connections of the Postgres pool that serves requests (the live delivery has its own few). */
+  readonly databasePoolSize: number
   readonly appUrl: string
   readonly corsOrigin: string
   readonly jwtSecret: string
@@ -195,6 +197,7 @@ export function loadConfig (env: Env = process.env): Config {
     dataDir,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1_000),
     appUrl,
     corsOrigin: url(env, 'CORS_ORIGIN', ['http:', 'https:']) ?? new URL(appUrl).origin,
     jwtSecret: jwtSecret(env, nodeEnv, dataDir),

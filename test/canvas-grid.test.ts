@@ -1,6 +1,6 @@
 // The pure canvas geometry (snap, collision, validation) and the layout algorithms, without the app.
 import t, { type Test } from 'tap'
-import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, collides, isOnGrid, layoutIssues, overlappingPairs, snapPosition, snapToGrid, tilesOverlap } from '../src/core/canvas/grid.js'
+import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, isOnGrid, layoutIssues, overlappingPairs, snapPosition, snapToGrid, tilesOverlap } from '../src/core/canvas/grid.js'
 import { computeLayout, forceDirectedLayout, gridLayout } from '../src/core/canvas/layout.js'
 import type { TilePosition } from '../src/core/canvas/canvas.types.js'
 import { paginationOf, pageWindow } from '../src/core/pagination.js'
@@ -43,10 +43,6 @@ t.test('tiles overlap when their 200 × 120 rectangles share area; touching edge
   t.notOk(tilesOverlap({ x: 0, y: 0 }, { x: 0, y: 120 }), 'stacked')
   t.ok(tilesOverlap({ x: 0, y: 0 }, { x: -199, y: -119 }))
   t.notOk(tilesOverlap({ x: 0, y: 0 }, { x: 100, y: 120 }))
-  const tiles = [{ tileId: 'a', x: 0, y: 0 }, { tileId: 'b', x: 400, y: 0 }]
-  t.notOk(collides({ tileId: 'a', x: 0, y: 0 }, tiles), 'a tile never collides with itself')
-  t.ok(collides({ tileId: 'a', x: 220, y: 100 }, tiles), 'the moved tile overlaps b')
-  t.notOk(collides({ tileId: 'c', x: 200, y: 0 }, tiles), 'exactly between a and b')
 })
 
 t.test('the spatial index finds exactly the overlapping tiles', async (t) => {

@@ -1,6 +1,6 @@
 // A change and the events that describe it commit together or not at all (a transactional outbox):
 // an operation does its writes and publishes its events inside one `inTransaction`. The events are
-// written to the log as the transaction's last statement, so a crash or a failed write can never
+// written to the log at the transaction's end, so a crash or a failed write can never
 // leave a committed change that live clients and replays never hear of, nor an event for a change
 // that rolled back. After the commit, delivery is woken on every instance.
 import type { Db } from '../db/database.js'
@@ -11,17 +11,27 @@ import type { Publish } from './events.js'
 export interface Transaction {
   readonly trx: Db
   readonly publish: Publish
+  /** Writes the events published so far now rather than at the end: for an operation whose last
+   *  statement must be the one that takes a hot row's lock (tile-move.ts). */
+  readonly writeEvents: () => Promise<void>
 }
 
 export async function inTransaction<T> (deps: Pick<CoreDeps, 'db' | 'events'>, work: (tx: Transaction) => Promise<T>): Promise<T> {
   const { value, published } = await deps.db.transaction().execute(async (trx) => {
-    const events: NewEvent[] = []
+    let events: NewEvent[] = []
+    let published = false
     const publish: Publish = (type, payload, { audience, userId }) => {
       events.push({ type, payload, audience, userId: userId ?? null })
+      published = true
     }
-    const value = await work({ trx, publish })
-    await insertEvents(trx, events)
-    return { value, published: events.length > 0 }
+    const writeEvents = async (): Promise<void> => {
+      const written = events
+      events = []
+      await insertEvents(trx, written)
+    }
+    const value = await work({ trx, publish, writeEvents })
+    await writeEvents()
+    return { value, published }
   })
   if (published) deps.events.committed()
   return value

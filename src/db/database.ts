@@ -27,12 +27,12 @@ export interface DatabaseHandle {
 export interface DatabaseOptions {
   databaseUrl: string | undefined
   dataDir: string
-  poolSize?: number
+  databasePoolSize?: number
 }
 
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
-    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 })
+    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10 })
     const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
     await migrateToLatest(db)
     return {

@@ -84,7 +84,8 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
   let lookTimer: NodeJS.Timeout | undefined
   let pollTimer: NodeJS.Timeout | undefined
   let pruneTimer: NodeJS.Timeout | undefined
-  let wakeOthersQueued = false
+  let waking = false
+  let wakeAgain = false
 
   function hand (event: LoggedEvent): void {
     for (const listener of listeners) {
@@ -139,16 +140,23 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     }
   }
 
+  // At most one wake-up in flight; commits meanwhile get exactly one more, sent after it. Every
+  // commit is followed by a wake-up, and a busy instance sends far fewer than one per commit.
   function wakeOthers (): void {
-    if (wakeOthersQueued) return
-    wakeOthersQueued = true
-    // One wake-up per turn of the event loop, however many transactions committed in it.
-    setImmediate(() => {
-      wakeOthersQueued = false
-      notify(db, channel.name, `e:${instance}`).catch((error: unknown) => {
-        // The others find the events on their next poll.
-        log.warn({ err: error }, 'live events: waking the other instances failed')
-      })
+    if (waking) {
+      wakeAgain = true
+      return
+    }
+    waking = true
+    notify(db, channel.name, `e:${instance}`).catch((error: unknown) => {
+      // The others find the events on their next poll.
+      log.warn({ err: error }, 'live events: waking the other instances failed')
+    }).finally(() => {
+      waking = false
+      if (wakeAgain) {
+        wakeAgain = false
+        wakeOthers()
+      }
     })
   }
 

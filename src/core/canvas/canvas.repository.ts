@@ -3,7 +3,8 @@
 // order so concurrent batches and layouts cannot deadlock.
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.js'
-import type { SparkRow } from '../sparks/sparks.repository.js'
+import type { SparkRow, SparkWithRoom } from '../sparks/sparks.repository.js'
+import { TILE_HEIGHT, TILE_WIDTH } from './grid.js'
 import type { TilePosition } from './canvas.types.js'
 
 export interface TileRoom {
@@ -11,6 +12,37 @@ export interface TileRoom {
   room_id: string
   room_is_public: boolean
   room_created_by: string
+}
+
+/** A tile about to move, with what the move decides on, read in one round trip. */
+export interface TileToMove extends SparkWithRoom {
+  /** Whether the mover is a member of the tile's room already (then there is nothing to join). */
+  mover_is_member: boolean
+  /** Whether another tile of the room overlaps the target position (grid.ts `tilesOverlap`, in SQL). */
+  target_collides: boolean
+}
+
+/**
+ * The tile, its room's facts, the mover's membership and whether the target overlaps another tile,
+ * holding the room row in share mode until commit, so a concurrent delete of the room or its switch
+ * to private waits for this move. The room's facts come from the row as locked.
+ */
+export async function lockTileToMove (db: Db, tileId: string, moverId: string, target: { x: number, y: number }): Promise<TileToMove | undefined> {
+  const row = await db.selectFrom('sparks')
+    .innerJoin('rooms', 'rooms.id', 'sparks.room_id')
+    .selectAll('sparks')
+    .select(['rooms.is_public as room_is_public', 'rooms.created_by as room_created_by'])
+    .select((eb) => [
+      eb.exists(eb.selectFrom('room_members').select('room_members.user_id').whereRef('room_members.room_id', '=', 'sparks.room_id').where('room_members.user_id', '=', moverId)).as('mover_is_member'),
+      eb.exists(eb.selectFrom('sparks as other').select('other.id')
+        .whereRef('other.room_id', '=', 'sparks.room_id')
+        .whereRef('other.id', '<>', 'sparks.id')
+        .where(sql<boolean>`abs(other.x - ${target.x}) < ${TILE_WIDTH} and abs(other.y - ${target.y}) < ${TILE_HEIGHT}`)).as('target_collides')
+    ])
+    .where('sparks.id', '=', tileId)
+    .forShare('rooms')
+    .executeTakeFirst()
+  return row === undefined ? undefined : { ...row, mover_is_member: Boolean(row.mover_is_member), target_collides: Boolean(row.target_collides) }
 }
 
 export async function tilePositions (db: Db, roomId: string): Promise<TilePosition[]> {

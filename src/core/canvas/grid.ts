@@ -24,16 +24,9 @@ export function isOnGrid (position: { x: number, y: number }): boolean {
   return snapToGrid(position.x) === position.x && snapToGrid(position.y) === position.y
 }
 
+/** Also written in SQL for moves (canvas.repository.ts `lockTileToMove`): keep the two alike. */
 export function tilesOverlap (a: { x: number, y: number }, b: { x: number, y: number }): boolean {
   return Math.abs(a.x - b.x) < TILE_WIDTH && Math.abs(a.y - b.y) < TILE_HEIGHT
-}
-
-/** Whether `tile` overlaps any other tile (by id) among `tiles`. */
-export function collides (tile: TilePosition, tiles: Iterable<TilePosition>): boolean {
-  for (const other of tiles) {
-    if (other.tileId !== tile.tileId && tilesOverlap(tile, other)) return true
-  }
-  return false
 }
 
 /**

@@ -3,12 +3,12 @@
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { notFound } from '../errors.js'
-import { loadVisibleRoom, requireVisibleTile } from '../rooms/room-access.js'
+import { requireVisibleTile } from '../rooms/room-access.js'
 import { joinRoom } from '../rooms/room-members.repository.js'
-import { findSparkWithRoom, type SparkRow } from '../sparks/sparks.repository.js'
-import { setTilePosition, tilePositions } from './canvas.repository.js'
+import type { SparkRow } from '../sparks/sparks.repository.js'
+import { lockTileToMove, setTilePosition } from './canvas.repository.js'
 import type { PositionResult } from './canvas.types.js'
-import { collides, snapPosition } from './grid.js'
+import { snapPosition } from './grid.js'
 import { inTransaction } from '../transaction.js'
 
 export interface TileMove {
@@ -21,19 +21,17 @@ export async function moveTile (deps: CoreDeps, actor: Actor, move: { tileId: st
   const { clock } = deps
   const { x, y, snapped } = snapPosition(move)
   const now = clock.now()
-  return await inTransaction(deps, async ({ trx, publish }) => {
-    const tile = requireVisibleTile(await findSparkWithRoom(trx, move.tileId), actor, what)
-    // Holds the room as it is (visible) until commit: a concurrent delete or switch to private waits.
-    await loadVisibleRoom(trx, actor, tile.room_id, 'share')
-    await joinRoom(trx, tile.room_id, actor.userId, now)
-    // Collisions are with the other tiles of the room, so they may be read before the move.
-    const collisionDetected = collides({ tileId: tile.id, x, y }, await tilePositions(trx, tile.room_id))
-    // One UPDATE, last before commit: concurrent moves of the same tile serialise on its row (none
-    // is lost) and hold that lock only for this statement and the commit.
+  return await inTransaction(deps, async ({ trx, publish, writeEvents }) => {
+    // Collisions are with the other tiles of the room, so they are read before the move, with it.
+    const tile = requireVisibleTile(await lockTileToMove(trx, move.tileId, actor.userId, { x, y }), actor, what)
+    if (!tile.mover_is_member) await joinRoom(trx, tile.room_id, actor.userId, now)
+    const position = { tileId: tile.id, x, y, snapped, collisionDetected: tile.target_collides }
+    publish('position:updated', position, { audience: { kind: 'room', roomId: tile.room_id }, userId: actor.userId })
+    await writeEvents()
+    // The UPDATE last before commit: concurrent moves of the same tile serialise on its row (none is
+    // lost) and hold that lock only for this statement and the commit.
     const spark = await setTilePosition(trx, tile.id, x, y, now)
     if (spark === undefined) throw notFound(what)
-    const position = { tileId: spark.id, x, y, snapped, collisionDetected }
-    publish('position:updated', position, { audience: { kind: 'room', roomId: spark.room_id }, userId: actor.userId })
     return { spark, position }
   })
 }
