@@ -194,8 +194,19 @@ async function probeChild (): Promise<void> {
         if (first !== undefined) latencies.push(Math.max(0, first - ack.at))
       }
       return {
-        name: s.name, sent: s.sent, skipped: s.skipped, acked, failed: s.failed, received, lost: acked - received, lostMoves, duplicated,
-        p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), max: percentile(latencies, 1), latencies
+        name: s.name,
+        sent: s.sent,
+        skipped: s.skipped,
+        acked,
+        failed: s.failed,
+        received,
+        lost: acked - received,
+        lostMoves,
+        duplicated,
+        p50: percentile(latencies, 0.5),
+        p99: percentile(latencies, 0.99),
+        max: percentile(latencies, 1),
+        latencies
       }
     })
     const report = { probes, stream: { ...streamReport } }
@@ -303,7 +314,6 @@ async function main (): Promise<void> {
   const userId = (await (await fetch(`${a.url}/api/auth/me`, { headers: json })).json() as { data: { id: string } }).data.id
   console.log(`seeded ${rooms.length} rooms, ${tiles.length} tiles in ${((now() - seedStarted) / 1000).toFixed(1)} s`)
 
-
   /** The same spread of moves for every scenario: any of the tiles, anywhere on a grid. */
   const move = (): { tile: { id: string, roomId: string }, x: number, y: number } => ({
     tile: tiles[Math.floor(Math.random() * tiles.length)] ?? { id: '', roomId: '' },
@@ -367,6 +377,7 @@ async function main (): Promise<void> {
     let samples = 0
     let running = true
     const loop = (async () => {
+      // eslint-disable-next-line no-unmodified-loop-condition -- cleared by the code that ends the run, across an await
       while (running) {
         const result = await admin.query<{ pid: number, state: string | null, wait: string | null }>(`
           select pid, state, wait_event_type || ':' || wait_event as wait from pg_stat_activity
@@ -419,6 +430,7 @@ async function main (): Promise<void> {
     let failed = 0
     const latencies: number[] = []
     const clients = Array.from({ length: CONNECTIONS }, async (_, client) => {
+      // eslint-disable-next-line no-unmodified-loop-condition -- cleared by the code that ends the run, across an await
       while (running) {
         const started = performance.now()
         try {
@@ -610,7 +622,7 @@ async function main (): Promise<void> {
             // Lost in the outbox (no row for an acknowledged move) or in delivery (a row never streamed)?
             let logged = 0
             for (const m of p.lostMoves) {
-              const found = await admin.query(`select 1 from event_log where type = 'position:updated' and payload->>'tileId' = $1 and (payload->>'x')::float8 = $2 and (payload->>'y')::float8 = $3`,
+              const found = await admin.query('select 1 from event_log where type = \'position:updated\' and payload->>\'tileId\' = $1 and (payload->>\'x\')::float8 = $2 and (payload->>\'y\')::float8 = $3',
                 [m.tileId, m.x, m.y])
               if ((found.rowCount ?? 0) > 0) logged++
             }

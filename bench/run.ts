@@ -40,11 +40,16 @@ const scenarios: Array<[string, Parameters<typeof measure>[0]]> = [
   ['GET /api/rooms/:roomId', { url: `${service.url}/api/rooms/${roomId}`, headers: auth }],
   ['RPC GetRoom (JSON)', { url: `${service.url}/rpc/app.rooms.v1.RoomsService/GetRoom`, method: 'POST', headers: { ...json, ...bearer }, body: JSON.stringify({ roomId }) }],
   ['RPC GetRoom (binary)', {
-    url: `${service.url}/rpc/app.rooms.v1.RoomsService/GetRoom`, method: 'POST', headers: { 'content-type': 'application/proto', ...bearer },
+    url: `${service.url}/rpc/app.rooms.v1.RoomsService/GetRoom`,
+    method: 'POST',
+    headers: { 'content-type': 'application/proto', ...bearer },
     body: Buffer.from(toBinary(GetRoomRequestSchema, create(GetRoomRequestSchema, { roomId })))
   }],
   ['PATCH /api/canvas/position (50 clients)', {
-    url: `${service.url}/api/canvas/position`, method: 'PATCH', headers: { ...auth, ...json }, connections: 50,
+    url: `${service.url}/api/canvas/position`,
+    method: 'PATCH',
+    headers: { ...auth, ...json },
+    connections: 50,
     body: JSON.stringify({ tileId: spark.data.id, x: 33, y: 47 })
   }]
 ]

@@ -1,6 +1,6 @@
 // The catalogue: every operation of the service once, with who may call it (its access class, SPEC
 // Authentication) and the rate-limit tier it is counted in (SPEC Limits). Both transports and the
-// admission gate (src/admission.ts) read it, and the app refuses to start with a REST route or an
+// admission gate (src/http/admission.ts) read it, and the app refuses to start with a REST route or an
 // RPC method that names no entry here. An RPC method's operation is `<domain>.<method>`
 // (app.rooms.v1.RoomsService/GetRoom is `rooms.getRoom`); a REST route names its operation in its
 // config, the RPC one where both transports offer it, so the two cannot disagree.

@@ -1,7 +1,7 @@
 // Who is calling a REST route: a session cookie, or a Bearer token for non-browser clients such as
 // the desktop app's event stream. src/rest/request-gate.ts admits the request with it.
 import type { FastifyRequest } from 'fastify'
-import { bearerTokenOf } from '../admission.js'
+import { bearerTokenOf } from '../http/admission.js'
 import { AppError } from '../core/errors.js'
 import { SESSION_COOKIE } from './route-config.js'
 

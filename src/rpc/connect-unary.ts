@@ -190,6 +190,5 @@ function declaredLength (request: FastifyRequest): number | undefined {
 }
 
 function isEmpty (headers: Headers): boolean {
-  for (const _ of headers.keys()) return false
-  return true
+  return headers.keys().next().done === true
 }

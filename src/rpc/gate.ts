@@ -1,11 +1,11 @@
-// Every RPC call passes the one gate (src/admission.ts) before its body is read: the Bearer token
+// Every RPC call passes the one gate (src/http/admission.ts) before its body is read: the Bearer token
 // names the caller, the method's path names its operation, and a refusal is answered in the call's
 // own protocol, since no Connect handler has run yet: gRPC and gRPC-Web as a trailers-only reply
 // (grpc-status and grpc-message in the headers, no body), the Connect protocol as its error JSON
 // with the HTTP status of the code.
 import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { bearerTokenOf, installAdmission } from '../admission.js'
+import { bearerTokenOf, installAdmission } from '../http/admission.js'
 import type { AppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import type { Limiter } from '../ratelimit/limiter.js'

@@ -3,9 +3,9 @@
 // Connect's error JSON under /rpc, the REST envelope everywhere else.
 import { Code } from '@connectrpc/connect'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { restRefusal, sendRestError } from './rest/errors.js'
-import { connectErrorJson } from './rpc/errors.js'
-import { RPC_PREFIX } from './rpc/index.js'
+import { restRefusal, sendRestError } from '../rest/errors.js'
+import { connectErrorJson } from '../rpc/errors.js'
+import { RPC_PREFIX } from '../rpc/index.js'
 
 /** The longest path segment the router accepts: ids are at most 200 characters (the core's id schemas),
  *  so every id the core could answer for reaches it, through REST as through RPC. */

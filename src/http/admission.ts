@@ -7,11 +7,11 @@
 // body cannot escape its count. Each transport supplies how it reads a credential and how it answers
 // a refusal; a route that names no operation stops the app from starting.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import type { Actor } from './core/actor.js'
-import { AppError } from './core/errors.js'
-import type { Core } from './core/index.js'
-import { isOperationId, OPERATIONS, type OperationId, type OperationPolicy } from './core/operations.js'
-import { rateLimitedError, rateLimitHeaders, type Limiter } from './ratelimit/limiter.js'
+import type { Actor } from '../core/actor.js'
+import { AppError } from '../core/errors.js'
+import type { Core } from '../core/index.js'
+import { isOperationId, OPERATIONS, type OperationId, type OperationPolicy } from '../core/operations.js'
+import { rateLimitedError, rateLimitHeaders, type Limiter } from '../ratelimit/limiter.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,6 +1,6 @@
 // Unknown paths answer JSON 404; a known path with the wrong method answers JSON 405 with `Allow`.
 import type { FastifyInstance } from 'fastify'
-import { restRefusal, sendRestError } from './rest/errors.js'
+import { restRefusal, sendRestError } from '../rest/errors.js'
 
 export function installNotFound (app: FastifyInstance): void {
   const routes: Array<{ method: string, pattern: RegExp }> = []

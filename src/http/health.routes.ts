@@ -1,8 +1,8 @@
 // GET /health on both gateways. With the REST API exposed it answers the REST report (with storage
 // and uptime, a superset); the public RPC gateway alone answers database and cache only.
 import type { FastifyInstance } from 'fastify'
-import { healthReport, type HealthProbe, type HealthReport } from './core/health.js'
-import type { Clock } from './infra/clock.js'
+import { healthReport, type HealthProbe, type HealthReport } from '../core/health.js'
+import type { Clock } from '../infra/clock.js'
 
 export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, withUptime: boolean) {
   const startedAt = Date.now()
