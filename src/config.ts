@@ -226,5 +226,9 @@ export function loadConfig (env: Env = process.env): Config {
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {
     throw new ConfigError(config.rtcAppId === undefined ? 'RTC_APP_ID' : 'RTC_APP_CERTIFICATE', 'RTC_APP_ID and RTC_APP_CERTIFICATE must be set together')
   }
+  // Agora's ids are 32 hexadecimal digits; its token builder answers an empty token for anything else.
+  for (const [name, value] of [['RTC_APP_ID', config.rtcAppId], ['RTC_APP_CERTIFICATE', config.rtcAppCertificate]] as const) {
+    if (value !== undefined && !/^[0-9a-fA-F]{32}$/.test(value)) throw new ConfigError(name, 'must be 32 hexadecimal digits, as the Agora console shows it')
+  }
   return Object.freeze(config)
 }

@@ -13,7 +13,8 @@ export type ErrorKind =
   | 'aborted' // a concurrent change won (stale version)
   | 'limit_reached' // a documented bound on how many of a thing may exist (tiles in a room)
   | 'rate_limited'
-  | 'unavailable' // a dependency (mail, RTC provider) is down or not configured, or the compute queue is full
+  | 'unavailable' // a dependency (database, mail, storage) is down, or the compute queue is full
+  | 'not_configured' // a feature this deployment has not set up (video/voice without RTC_APP_ID): retrying will not help
 
 export interface FieldViolation {
   field: string

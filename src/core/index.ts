@@ -8,16 +8,25 @@ import { createInvites } from './offices/invites.js'
 import { createOffices } from './offices/offices.js'
 import { createRooms } from './rooms/rooms.js'
 import { createSparks } from './sparks/sparks.js'
+import { createUsers } from './users/users.js'
+import { createRtc } from './rtc/rtc.js'
 
 export function createCore (deps: CoreDeps) {
+  const auth = createAuth(deps)
+  const uploadsPrefix = `${deps.config.appUrl}/api/uploads/`
   return {
-    auth: createAuth(deps),
+    auth,
+    users: createUsers(deps, {
+      userChanged: auth.userChanged,
+      isOwnAvatarUpload: async (_userId, url) => url.startsWith(uploadsPrefix) && /^[\w-]{1,200}$/.test(url.slice(uploadsPrefix.length))
+    }),
     audience: createAudience(deps),
     rooms: createRooms(deps),
     sparks: createSparks(deps),
     canvas: createCanvas(deps),
     offices: createOffices(deps),
     invites: createInvites(deps),
+    rtc: createRtc(deps),
     cursors: createCursors(deps.cursorFeed, createAudience(deps))
   }
 }

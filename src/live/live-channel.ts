@@ -4,6 +4,7 @@
 //   e:<log id>        an event was appended to the log (the event itself is loaded by id)
 //   s:<session id>    a session ended (logout, revocation): its streams close
 //   u:<user id>       an account was deleted: its streams close
+//   p:<user id>       a user's profile changed: cached copies of the user row are forgotten
 //   c:<json>          a batch of cursor moves and leaves (ephemeral, never in the log)
 import type { Db } from '../db/database.js'
 import type { NotificationListener } from '../infra/notification-listener.js'
@@ -15,7 +16,7 @@ export const LIVE_CHANNEL = 'canvas_live'
 /** NOTIFY payloads must stay under 8000 bytes; senders split anything bigger. */
 export const MAX_NOTIFY_BYTES = 7_000
 
-export type LiveKind = 'e' | 's' | 'u' | 'c'
+export type LiveKind = 'e' | 's' | 'u' | 'p' | 'c'
 
 export interface LiveChannel {
   readonly name: string

@@ -1,10 +1,11 @@
-// Session signals over the live channel (`s:<session id>`, `u:<user id>`): heard by every instance.
+// Session signals over the live channel (`s:<session id>`, `u:<user id>`, `p:<user id>`): heard by
+// every instance.
 import type { SessionSignals } from '../core/auth/session-signals.js'
 import type { Logger } from '../infra/logger.js'
 import type { LiveChannel } from './live-channel.js'
 
 export function sessionSignalsOver (channel: LiveChannel, log: Logger): SessionSignals {
-  async function send (kind: 's' | 'u', id: string): Promise<void> {
+  async function send (kind: 's' | 'u' | 'p', id: string): Promise<void> {
     try {
       await channel.send(kind, id)
     } catch (error) {
@@ -15,9 +16,11 @@ export function sessionSignalsOver (channel: LiveChannel, log: Logger): SessionS
   return {
     sessionEnded: async (sessionId) => { await send('s', sessionId) },
     accountDeleted: async (userId) => { await send('u', userId) },
+    userChanged: async (userId) => { await send('p', userId) },
     listen: (handlers) => {
       channel.on('s', handlers.sessionEnded)
       channel.on('u', handlers.accountDeleted)
+      channel.on('p', handlers.userChanged)
       channel.onResume(handlers.lostTrack)
     }
   }

@@ -22,6 +22,7 @@ const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }
   limit_reached: { status: 409, error: 'LimitReached' },
   rate_limited: { status: 429, error: 'Rate limit exceeded' },
   unavailable: { status: 503, error: 'ServiceUnavailable' },
+  not_configured: { status: 503, error: 'ServiceUnavailable' },
   bad_request: { status: 400, error: 'BadRequest' },
   route_not_found: { status: 404, error: 'NotFound' },
   method_not_allowed: { status: 405, error: 'MethodNotAllowed' },

@@ -13,6 +13,8 @@ import { sparkRoutes } from './sparks.routes.js'
 import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { installRequestGate } from './request-gate.js'
+import { rtcRoutes } from './rtc.routes.js'
+import { userRoutes } from './users.routes.js'
 import { typeBoxValidatorCompiler } from './validation.js'
 
 export interface RestOptions {
@@ -43,5 +45,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(cursorRoutes(core), { prefix: '/canvas' })
   await app.register(officeRoutes(core), { prefix: '/offices' })
   await app.register(inviteRoutes(core), { prefix: '/invites' })
+  await app.register(userRoutes(core), { prefix: '/users' })
+  await app.register(rtcRoutes(core), { prefix: '/rtc' })
   await app.register(syncRoutes(live), { prefix: '/sync' })
 }

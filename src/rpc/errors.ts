@@ -20,7 +20,9 @@ const CODE: Record<ErrorKind, Code> = {
   aborted: Code.Aborted,
   limit_reached: Code.FailedPrecondition,
   rate_limited: Code.ResourceExhausted,
-  unavailable: Code.Unavailable
+  unavailable: Code.Unavailable,
+  // Not UNAVAILABLE, which clients retry: the deployment must change first.
+  not_configured: Code.FailedPrecondition
 }
 
 export function toConnectError (error: unknown, logError: (error: unknown) => void): ConnectError {

@@ -21,6 +21,8 @@ import { canvasService } from './canvas.service.js'
 import { officesService } from './offices.service.js'
 import { roomsService } from './rooms.service.js'
 import { sparksService } from './sparks.service.js'
+import { usersService } from './users.service.js'
+import { rtcService } from './rtc.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
 import { checkRequestBodies } from './request-bodies.js'
 import { connectUnaryRoutes, serviceRoute, type ServiceRoute } from './connect-unary.js'
@@ -75,8 +77,8 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     serviceRoute(OfficesService, officesService(core)),
     // Declared now so clients generate from one tree; methods not implemented yet answer UNIMPLEMENTED.
     serviceRoute(PassportService, {}),
-    serviceRoute(RtcService, {}),
-    serviceRoute(UsersService, {}),
+    serviceRoute(RtcService, rtcService(core)),
+    serviceRoute(UsersService, usersService(core)),
     serviceRoute(ShelvesService, {})
   ]
   const routes = (router: ConnectRouter): void => {

@@ -34,5 +34,10 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'GET', url: '/api/offices/:officeId/invites' },
   { method: 'DELETE', url: '/api/offices/:officeId/invites/:inviteId' },
   { method: 'GET', url: '/api/invites/:token' },
-  { method: 'POST', url: '/api/invites/accept' }
+  { method: 'POST', url: '/api/invites/accept' },
+  { method: 'GET', url: '/api/users' },
+  { method: 'PATCH', url: '/api/users/me' },
+  { method: 'GET', url: '/api/users/:userId' },
+  { method: 'POST', url: '/api/rtc/token' },
+  { method: 'GET', url: '/api/rtc/config' }
 ]

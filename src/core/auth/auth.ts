@@ -27,6 +27,7 @@ export function createAuth (deps: CoreDeps) {
   sessionSignals.listen({
     sessionEnded: (sessionId) => { validSessions.forgetSession(sessionId) },
     accountDeleted: (userId) => { validSessions.forgetUser(userId) },
+    userChanged: (userId) => { validSessions.forgetUser(userId) },
     lostTrack: () => { validSessions.clear() }
   })
 
@@ -78,6 +79,12 @@ export function createAuth (deps: CoreDeps) {
 
   return {
     me,
+
+    /** After a change to a user row commits: this instance forgets its copies now, the others on the signal. */
+    async userChanged (userId: string): Promise<void> {
+      validSessions.forgetUser(userId)
+      await sessionSignals.userChanged(userId)
+    },
 
     /** Always succeeds for a well-formed address, known or not (no enumeration). */
     async requestLogin (input: unknown, options: { poll: boolean }): Promise<{ pollToken?: string, expiresAt: string }> {

@@ -2,9 +2,9 @@
 // (and "who am I") needs no database round trip. An entry goes at once when this instance revokes
 // the session, within milliseconds when another instance does (session signals over LISTEN/NOTIFY),
 // all at once when the signal listener reconnected (it may have missed some), and in any case after
-// TTL_MS — the bound on how long a revocation whose signal was lost could go unnoticed. Account
-// deletion is the only change to a user row today; whatever changes one later must forget its user
-// here and signal it as deletion does.
+// TTL_MS — the bound on how long a revocation whose signal was lost could go unnoticed. Whatever
+// changes a user row (account deletion, a profile update) forgets its user here and signals it to
+// the other instances (auth's `userChanged`).
 import type { User } from '../users/users.types.js'
 
 export const SESSION_CACHE_TTL_MS = 10_000

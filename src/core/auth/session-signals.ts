@@ -4,6 +4,8 @@
 export interface SessionSignals {
   sessionEnded (sessionId: string): Promise<void>
   accountDeleted (userId: string): Promise<void>
+  /** The user's row changed (profile): every instance forgets its cached copies. */
+  userChanged (userId: string): Promise<void>
   /** Hears the signals of every instance; `lostTrack` when some may have been missed (listener reconnected). */
   listen (handlers: SessionSignalHandlers): void
 }
@@ -11,5 +13,6 @@ export interface SessionSignals {
 export interface SessionSignalHandlers {
   sessionEnded (sessionId: string): void
   accountDeleted (userId: string): void
+  userChanged (userId: string): void
   lostTrack (): void
 }

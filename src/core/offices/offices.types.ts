@@ -5,6 +5,7 @@ import { Type } from 'typebox'
 import type { OfficeInvitesTable, OfficeRole, OfficesTable } from '../../db/schema.js'
 import { Email } from '../auth/auth.types.js'
 import { PageFields } from '../pagination.js'
+import type { UserSummary } from '../users/users.types.js'
 
 export type { OfficeRole }
 
@@ -17,12 +18,6 @@ export interface Office {
   createdBy: string
   createdAt: string
   updatedAt: string
-}
-
-export interface UserSummary {
-  id: string
-  displayName: string
-  avatarUrl: string
 }
 
 export interface Member {

@@ -1,7 +1,8 @@
-import type { Selectable } from 'kysely'
+import { sql, type Selectable } from 'kysely'
 import type { Db } from '../../db/database.js'
 import type { UsersTable } from '../../db/schema.js'
 import { newId } from '../../infra/ids.js'
+import type { PageWindow } from '../pagination.js'
 
 export async function findUserById (db: Db, id: string): Promise<Selectable<UsersTable> | undefined> {
   return await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst()
@@ -25,4 +26,47 @@ export async function findOrCreateUserByEmail (db: Db, email: string, now: Date)
 
 export async function deleteUserRow (db: Db, id: string): Promise<void> {
   await db.deleteFrom('users').where('id', '=', id).execute()
+}
+
+type PublicUserRow = Pick<Selectable<UsersTable>, 'id' | 'display_name' | 'avatar_url' | 'created_at'>
+
+/** The name key the search index is built on (migration users_search): lower-cased, byte order. */
+const nameKey = sql<string>`lower(display_name) collate "C"`
+
+/** `%`, `_` and the escape character itself match literally in a LIKE prefix. */
+function likePrefix (text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`) + '%'
+}
+
+/** Users whose display name starts with `prefix` (case-insensitive), in name order: an index range scan. */
+export async function searchByNamePrefix (db: Db, prefix: string, window: PageWindow): Promise<{ rows: PublicUserRow[], total: number }> {
+  // lower() of the pattern in SQL, so both sides are lower-cased by the same rules.
+  const matches = sql<boolean>`${nameKey} like (lower(${likePrefix(prefix)}) collate "C")`
+  const rows = await db.selectFrom('users')
+    .select(['id', 'display_name', 'avatar_url', 'created_at'])
+    .where(matches)
+    .orderBy(nameKey).orderBy('id')
+    .limit(window.limit).offset(window.offset)
+    .execute()
+  // The first page that is not full tells the total without counting.
+  if (rows.length < window.limit && (rows.length > 0 || window.offset === 0)) return { rows, total: window.offset + rows.length }
+  const { total } = await db.selectFrom('users').select(sql<number>`count(*)::int`.as('total')).where(matches).executeTakeFirstOrThrow()
+  return { rows, total }
+}
+
+export async function findPublicUsersByIds (db: Db, ids: readonly string[]): Promise<PublicUserRow[]> {
+  if (ids.length === 0) return []
+  return await db.selectFrom('users').select(['id', 'display_name', 'avatar_url', 'created_at']).where('id', 'in', ids).execute()
+}
+
+export async function updateProfile (db: Db, id: string, change: { displayName?: string, avatarUrl?: string | null }, now: Date): Promise<Selectable<UsersTable> | undefined> {
+  return await db.updateTable('users')
+    .set({
+      ...(change.displayName === undefined ? {} : { display_name: change.displayName }),
+      ...(change.avatarUrl === undefined ? {} : { avatar_url: change.avatarUrl }),
+      updated_at: now
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst()
 }

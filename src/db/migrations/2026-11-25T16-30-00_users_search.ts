@@ -1,0 +1,16 @@
+// Frozen: never edit a migration that has shipped; add a new one.
+// User search by display-name prefix (DECISIONS §9). The lower-cased name under the "C" collation:
+// a btree on it serves both the prefix match (`LIKE 'ab%'` needs byte-order comparison, which the
+// database's own collation may not give) and the result order, so a page is an index range scan
+// that stops after `limit` rows instead of a sort of every match.
+import { sql, type Kysely } from 'kysely'
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function up (db: Kysely<any>): Promise<void> {
+  await sql`create index users_display_name_prefix on users ((lower(display_name) collate "C"), id)`.execute(db)
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function down (db: Kysely<any>): Promise<void> {
+  await sql`drop index users_display_name_prefix`.execute(db)
+}

@@ -1,0 +1,20 @@
+// /api/rtc (DECISIONS §5 table, §9): a video/voice token (exempt tier) and the configuration.
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Core } from '../core/index.js'
+import { GenerateTokenInput } from '../core/rtc/rtc.types.js'
+
+export function rtcRoutes (core: Core) {
+  return async function (app: FastifyInstance): Promise<void> {
+    const r = app.withTypeProvider<TypeBoxTypeProvider>()
+    const { rtc } = core
+
+    r.post('/token', { schema: { body: GenerateTokenInput }, config: { operation: 'rtc.generateToken' } }, async (request) => {
+      return { data: rtc.generateToken(request.body) }
+    })
+
+    r.get('/config', { config: { operation: 'rtc.getConfig' } }, async () => {
+      return { data: rtc.config() }
+    })
+  }
+}

@@ -1,0 +1,150 @@
+// Video/voice tokens (issue 21, DECISIONS §9) on both transports: tokens that Agora's own parser
+// reads back with the app id, channel, uid, privileges and expiry asked for and a valid signature;
+// every bad field named; an unconfigured server refusing clearly; the token route never limited.
+import t from 'tap'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+// The package's own parser (AccessToken2.from_string / verifySignature), which its index neither
+// re-exports nor types.
+// @ts-expect-error -- no declaration file for this module of the package
+import agoraAccessToken2 from 'agora-token/src/AccessToken2.js'
+import { Code } from '@connectrpc/connect'
+import { RtcRole, RtcService } from '../src/gen/app/rtc/v1/rtc_pb.js'
+import { startApp } from './helpers/app.js'
+import { anonymousRest, plain, rpcError, signInPerson } from './helpers/people.js'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+const { AccessToken2, ServiceRtc } = agoraAccessToken2 as unknown as {
+  AccessToken2: new () => AgoraToken
+  ServiceRtc: { kPrivilegeJoinChannel: number, kPrivilegePublishAudioStream: number, kPrivilegePublishVideoStream: number, kPrivilegePublishDataStream: number }
+}
+/** The fields of a parsed AccessToken2 that the test reads (the package ships no types for them). */
+interface AgoraToken {
+  appId: string
+  issueTs: number
+  expire: number
+  services: Array<{ __type: number, __channel_name: Buffer | string, __uid: Buffer | string, __privileges: Record<number, number> }>
+  from_string (token: string): boolean
+  verifySignature (certificate: string): boolean
+}
+
+const appId = randomBytes(16).toString('hex')
+const certificate = randomBytes(16).toString('hex')
+const s = await startApp({ RTC_APP_ID: appId, RTC_APP_CERTIFICATE: certificate })
+t.teardown(s.close)
+
+function parsed (token: string): AgoraToken {
+  const decoded = new AccessToken2()
+  if (!decoded.from_string(token)) throw new Error('Agora\'s parser refused the token')
+  return decoded
+}
+
+t.test('a token Agora\'s parser accepts: app id, channel, uid, privileges, one hour, signed with the certificate', async (t) => {
+  const alice = await signInPerson(s, 'alice')
+  const before = Math.floor(Date.now() / 1000)
+  const res = await alice.rest('POST', '/api/rtc/token', { channelName: 'room-42 standup', uid: '12345', role: 'PUBLISHER' })
+  t.equal(res.statusCode, 200)
+  const { token, expiresAt, appId: answeredAppId } = res.json().data
+  t.equal(answeredAppId, appId)
+  const decoded = parsed(token)
+  t.ok(decoded.verifySignature(certificate), 'signed with the app certificate')
+  t.notOk(decoded.verifySignature(randomBytes(16).toString('hex')), 'and not with another')
+  t.equal(decoded.appId.toString(), appId)
+  t.ok(decoded.issueTs >= before && decoded.issueTs <= before + 5, 'issued now')
+  t.equal(decoded.expire, 3600, 'valid one hour')
+  t.equal(Date.parse(expiresAt) / 1000, decoded.issueTs + 3600, 'expiresAt is the token\'s own expiry')
+  const [rtc] = decoded.services
+  t.equal(rtc?.__type, 1, 'the RTC service')
+  t.equal(rtc?.__channel_name.toString(), 'room-42 standup')
+  t.equal(rtc?.__uid.toString(), '12345')
+  t.same(Object.keys(rtc?.__privileges ?? {}).map(Number).sort(), [
+    ServiceRtc.kPrivilegeJoinChannel, ServiceRtc.kPrivilegePublishAudioStream, ServiceRtc.kPrivilegePublishVideoStream, ServiceRtc.kPrivilegePublishDataStream
+  ], 'a publisher joins and publishes audio, video and data')
+  t.ok(Object.values(rtc?.__privileges ?? {}).every((expire) => expire === 3600))
+
+  for (const binary of [false, true]) {
+    const viaRpc = await alice.rpc(RtcService, { binary }).generateToken({ channelName: 'c', uid: 'alice@example.com', role: RtcRole.SUBSCRIBER })
+    const subscriber = parsed(viaRpc.token).services[0]
+    t.equal(subscriber?.__uid.toString(), 'alice@example.com', 'a string account')
+    t.same(Object.keys(subscriber?.__privileges ?? {}).map(Number), [ServiceRtc.kPrivilegeJoinChannel], 'a subscriber only joins')
+    t.equal(viaRpc.appId, appId)
+  }
+  const defaulted = await alice.rpc(RtcService).generateToken({ channelName: 'c', uid: '4294967295' })
+  t.equal(Object.keys(parsed(defaulted.token).services[0]?.__privileges ?? {}).length, 4, 'an unset role is PUBLISHER')
+  t.equal((await alice.rest('POST', '/api/rtc/token', { channelName: 'c', uid: '7' })).statusCode, 200, 'REST: role optional')
+})
+
+t.test('configuration on both transports', async (t) => {
+  const alice = await signInPerson(s, 'config')
+  t.same((await alice.rest('GET', '/api/rtc/config')).json(), { data: { appId, enabled: true, tokenTtlSeconds: 3600 } })
+  t.same(plain(await alice.rpc(RtcService).getConfig({})), { appId, enabled: true, tokenTtlSeconds: 3600 })
+  t.equal((await anonymousRest(s)('GET', '/api/rtc/config')).statusCode, 401, 'Required (DECISIONS §5)')
+  t.equal((await anonymousRest(s)('POST', '/api/rtc/token', { channelName: 'c', uid: '1' })).statusCode, 401)
+})
+
+t.test('bad input: each field named, 400 / INVALID_ARGUMENT', async (t) => {
+  const bob = await signInPerson(s, 'bob')
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ['a 65-byte channel', { channelName: 'c'.repeat(65), uid: '1' }, 'channelName'],
+    ['a 64-byte channel of 2-byte characters', { channelName: 'é'.repeat(32) + 'x', uid: '1' }, 'channelName'],
+    ['an empty channel', { channelName: '', uid: '1' }, 'channelName'],
+    ['a slash in the channel', { channelName: 'a/b', uid: '1' }, 'channelName'],
+    ['a 1 MB channel', { channelName: 'c'.repeat(1_000_000), uid: '1' }, 'channelName'],
+    ['uid 0', { channelName: 'c', uid: '0' }, 'uid'],
+    ['uid 2^32', { channelName: 'c', uid: '4294967296' }, 'uid'],
+    ['a 20-digit uid', { channelName: 'c', uid: '99999999999999999999' }, 'uid'],
+    ['an empty uid', { channelName: 'c', uid: '' }, 'uid'],
+    ['a 256-byte account', { channelName: 'c', uid: 'a'.repeat(256) }, 'uid'],
+    ['a number for uid', { channelName: 'c', uid: 5 }, 'uid'],
+    ['an unknown role', { channelName: 'c', uid: '1', role: 'ADMIN' }, 'role'],
+    ['no channel', { uid: '1' }, 'channelName']
+  ]
+  for (const [label, body, field] of cases) {
+    const res = await bob.rest('POST', '/api/rtc/token', body)
+    t.equal(res.statusCode, 400, label)
+    t.equal(res.json().details?.[0]?.field, field, `${label}: names ${field}`)
+  }
+  t.equal((await bob.rest('POST', '/api/rtc/token', { channelName: 'c'.repeat(64), uid: 'a'.repeat(255) })).statusCode, 200, 'the bounds themselves are fine')
+  for (const [request, field] of [[{ channelName: 'c'.repeat(65), uid: '1' }, 'channelName'], [{ channelName: 'c', uid: '0' }, 'uid']] as const) {
+    const error = await rpcError(bob.rpc(RtcService).generateToken(request))
+    t.equal(error.code, Code.InvalidArgument)
+    t.match(error.rawMessage, field)
+  }
+  t.equal((await rpcError(bob.rpc(RtcService).generateToken({ channelName: 'c', uid: '1', role: 9 as RtcRole }))).code, Code.InvalidArgument, 'an enum number outside RtcRole')
+})
+
+t.test('the token route is exempt from rate limits', async (t) => {
+  const carol = await signInPerson(s, 'carol')
+  const answers = await Promise.all(Array.from({ length: 150 }, async (_, i) => await carol.rest('POST', '/api/rtc/token', { channelName: 'c', uid: String(i + 1) })))
+  t.ok(answers.every((res) => res.statusCode === 200), '150 tokens in a burst, beyond every tier')
+  t.notOk('ratelimit-limit' in (answers[0]?.headers ?? {}), 'no rate-limit headers on an exempt route')
+})
+
+t.test('unconfigured: 503 / FAILED_PRECONDITION with a clear message; config says disabled', async (t) => {
+  const bare = await startApp({ RTC_APP_ID: undefined, RTC_APP_CERTIFICATE: undefined })
+  t.teardown(bare.close)
+  const dave = await signInPerson(bare, 'dave')
+  const res = await dave.rest('POST', '/api/rtc/token', { channelName: 'c', uid: '1' })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().error, 'ServiceUnavailable')
+  t.match(res.json().message, /not configured/)
+  const error = await rpcError(dave.rpc(RtcService).generateToken({ channelName: 'c', uid: '1' }))
+  t.equal(error.code, Code.FailedPrecondition)
+  t.match(error.rawMessage, /not configured/)
+  t.same((await dave.rest('GET', '/api/rtc/config')).json(), { data: { appId: '', enabled: false, tokenTtlSeconds: 3600 } })
+  t.equal((await dave.rest('POST', '/api/rtc/token', { channelName: '', uid: '1' })).statusCode, 400, 'bad input is still named first')
+})
+
+t.test('RTC_APP_ID and RTC_APP_CERTIFICATE must be Agora\'s 32 hexadecimal digits', async (t) => {
+  for (const [env, name] of [[{ RTC_APP_ID: 'not-an-id', RTC_APP_CERTIFICATE: certificate }, 'RTC_APP_ID'], [{ RTC_APP_ID: appId, RTC_APP_CERTIFICATE: 'x'.repeat(32) }, 'RTC_APP_CERTIFICATE']] as const) {
+    let thrown: unknown
+    try {
+      loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-rtc-config-')), ...env })
+    } catch (error) {
+      thrown = error
+    }
+    t.ok(thrown instanceof ConfigError && thrown.variable === name, name)
+  }
+})

@@ -1,0 +1,189 @@
+// Users (issue 21, DECISIONS §9) on both transports: a user's display info (the e-mail address only
+// to its owner), profile updates with their rules, the new name on the next request on every
+// instance, search by name prefix or exact address (never an address prefix), display info in bulk.
+import t from 'tap'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomUUID } from 'node:crypto'
+import { Code } from '@connectrpc/connect'
+import { UsersService } from '../src/gen/app/users/v1/users_pb.js'
+import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
+import { openDatabase } from '../src/db/database.js'
+import { startApp, uniqueEmail } from './helpers/app.js'
+import { anonymousRest, plain, rpcError, signInPerson } from './helpers/people.js'
+
+const unlimited = 1_000_000_000
+const s = await startApp({}, { rateLimit: { maxOverride: { strict: unlimited, write: unlimited, read: unlimited, standard: unlimited } } })
+t.teardown(s.close)
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+/** A name prefix no other test's users share, so search results are this test's own. */
+const uniquePrefix = (): string => `zq${randomUUID().replaceAll('-', '').slice(0, 10)}`
+
+t.test('a user\'s display info to anyone signed in; the e-mail address only to themself', async (t) => {
+  const alice = await signInPerson(s, 'alice')
+  const bob = await signInPerson(s, 'bob')
+  const own = (await alice.rest('GET', `/api/users/${alice.userId}`)).json().data
+  t.same(own, { id: alice.userId, email: alice.email, displayName: alice.email.split('@')[0], avatarUrl: '', createdAt: own.createdAt })
+  t.match(own.createdAt, ISO_MS)
+  const other = (await bob.rest('GET', `/api/users/${alice.userId}`)).json().data
+  t.same(other, { id: alice.userId, displayName: own.displayName, avatarUrl: '', createdAt: own.createdAt }, 'no email key for another user')
+
+  for (const binary of [false, true]) {
+    const ownRpc = await alice.rpc(UsersService, { binary }).getUser({ userId: alice.userId })
+    t.same(plain(ownRpc.user), own, `RPC ${binary ? 'binary' : 'JSON'} GetUser answers the REST shape`)
+    const otherRpc = await bob.rpc(UsersService, { binary }).getUser({ userId: alice.userId })
+    t.equal(otherRpc.user?.email, '', 'RPC: the address is empty for another user')
+    t.equal(otherRpc.user?.displayName, own.displayName)
+  }
+
+  t.equal((await bob.rest('GET', '/api/users/no-such-user')).statusCode, 404)
+  t.equal((await rpcError(bob.rpc(UsersService).getUser({ userId: 'no-such-user' }))).code, Code.NotFound)
+  t.equal((await anonymousRest(s)('GET', `/api/users/${alice.userId}`)).statusCode, 401)
+  t.equal((await bob.rest('GET', `/api/users/${'x'.repeat(201)}`)).statusCode, 400)
+})
+
+t.test('profile updates: NFC and trimmed, 1 to 64 characters, no control or bidi characters', async (t) => {
+  const carol = await signInPerson(s, 'carol')
+  const updated = await carol.rest('PATCH', '/api/users/me', { displayName: '  Cafe\u0301 Carol  ' })
+  t.equal(updated.statusCode, 200)
+  t.same(updated.json().data, { id: carol.userId, email: carol.email, displayName: 'Caf\u00e9 Carol', avatarUrl: '', createdAt: updated.json().data.createdAt })
+
+  const viaRpc = await carol.rpc(UsersService, { binary: true }).updateProfile({ displayName: 'Carol C.' })
+  t.equal(viaRpc.user?.displayName, 'Carol C.')
+  t.equal(viaRpc.user?.email, carol.email, 'the caller\'s full User')
+  t.equal((await carol.rpc(UsersService).updateProfile({})).user?.displayName, 'Carol C.', 'unset fields stay')
+
+  t.equal((await carol.rest('PATCH', '/api/users/me', { displayName: '😀'.repeat(64) })).statusCode, 200, '64 characters (128 UTF-16 units) fit')
+  const refusals: Array<[string, unknown]> = [
+    ['empty', ''],
+    ['only spaces', '   '],
+    ['65 characters', 'a'.repeat(65)],
+    ['control characters', 'a\u0000b'],
+    ['a newline', 'Carol\nAdmin'],
+    ['a right-to-left override', 'Carol\u202Egnp.exe'],
+    ['an isolate', 'a\u2066b'],
+    ['a lone surrogate', 'a\ud800b'],
+    ['a number', 42],
+    ['1 MB', 'x'.repeat(1_000_000)]
+  ]
+  for (const [label, displayName] of refusals) {
+    const res = await carol.rest('PATCH', '/api/users/me', { displayName })
+    t.equal(res.statusCode, 400, label)
+    t.equal(res.json().details?.[0]?.field, 'displayName', `${label}: names the field`)
+  }
+  const rpcRefusal = await rpcError(carol.rpc(UsersService).updateProfile({ displayName: '\u0007bell' }))
+  t.equal(rpcRefusal.code, Code.InvalidArgument)
+  t.equal((await carol.rest('PATCH', '/api/users/me', { email: 'x@example.com' })).statusCode, 400, 'the address is not a profile field')
+  t.equal((await anonymousRest(s)('PATCH', '/api/users/me', { displayName: 'x' })).statusCode, 401)
+})
+
+t.test('avatarUrl: only an avatar uploaded to this service, or empty to clear', async (t) => {
+  const dave = await signInPerson(s, 'dave')
+  for (const avatarUrl of ['https://evil.example/a.png', 'javascript:alert(1)', `${s.config.appUrl}/api/rooms/x`, `${s.config.appUrl}/api/uploads/../auth/me`]) {
+    const res = await dave.rest('PATCH', '/api/users/me', { avatarUrl })
+    t.equal(res.statusCode, 400, avatarUrl)
+    t.equal(res.json().details?.[0]?.field, 'avatarUrl')
+  }
+  const cleared = await dave.rest('PATCH', '/api/users/me', { avatarUrl: '' })
+  t.equal(cleared.statusCode, 200)
+  t.equal(cleared.json().data.avatarUrl, '')
+})
+
+t.test('the new name shows on the next request, through the session cache, on both transports', async (t) => {
+  const erin = await signInPerson(s, 'erin')
+  // Warm both caches: the cookie session and the RPC token's session.
+  t.equal((await erin.rest('GET', '/api/auth/me')).json().data.displayName, erin.email.split('@')[0])
+  t.equal((await erin.rpc(AuthService).getMe({})).user?.displayName, erin.email.split('@')[0])
+  await erin.rest('PATCH', '/api/users/me', { displayName: 'Erin Renamed' })
+  t.equal((await erin.rest('GET', '/api/auth/me')).json().data.displayName, 'Erin Renamed', 'REST /me')
+  t.equal((await erin.rpc(AuthService).getMe({})).user?.displayName, 'Erin Renamed', 'RPC GetMe')
+})
+
+t.test('a profile change reaches the cached copy on another instance', async (t) => {
+  const database = await openDatabase({ databaseUrl: undefined, dataDir: mkdtempSync(join(tmpdir(), 'canvas-users-')) })
+  const env = { DATABASE_URL: undefined, REDIS_URL: undefined }
+  const a = await startApp(env, { database })
+  const b = await startApp(env, { database })
+  t.teardown(async () => { await a.close(); await b.close(); await database.close() })
+  const frank = await signInPerson(a, 'frank')
+  const meOnB = async (): Promise<string> => (await b.app.inject({ method: 'GET', url: '/api/auth/me', cookies: { app_session: frank.cookie } })).json().data.displayName
+  t.equal(await meOnB(), frank.email.split('@')[0], 'instance B has cached the session with its user')
+  const changed = await a.app.inject({ method: 'PATCH', url: '/api/users/me', cookies: { app_session: frank.cookie }, payload: { displayName: 'Frank on A' } })
+  t.equal(changed.statusCode, 200)
+  // The signal travels over the database's notification channel; give it the moment it takes.
+  const deadline = Date.now() + 2000
+  while (await meOnB() !== 'Frank on A' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+  t.equal(await meOnB(), 'Frank on A', 'instance B answers the new name')
+})
+
+t.test('search: display names by case-insensitive prefix, an address only exactly', async (t) => {
+  const prefix = uniquePrefix()
+  const searcher = await signInPerson(s, 'searcher')
+  const people = await Promise.all(['Anna', 'anton', 'BORIS', '50%_off'].map(async (name) => {
+    const person = await signInPerson(s, 'named')
+    await person.rest('PATCH', '/api/users/me', { displayName: `${prefix}${name}` })
+    return person
+  }))
+  const names = async (q: string, extra = ''): Promise<string[]> => {
+    const res = await searcher.rest('GET', `/api/users?q=${encodeURIComponent(q)}${extra}`)
+    t.equal(res.statusCode, 200, `q=${q}`)
+    return res.json().data.map((u: { displayName: string }) => u.displayName)
+  }
+  t.same(await names(prefix), [`${prefix}50%_off`, `${prefix}Anna`, `${prefix}anton`, `${prefix}BORIS`], 'in name order (lower-cased, byte order)')
+  t.same(await names(`${prefix}AN`), [`${prefix}Anna`, `${prefix}anton`], 'case-insensitive')
+  t.same(await names(`${prefix.toUpperCase()}b`), [`${prefix}BORIS`])
+  t.same(await names(`${prefix}50%`), [`${prefix}50%_off`], '% is literal')
+  t.same(await names(`${prefix}_`), [], '_ is literal')
+
+  const paged = await searcher.rest('GET', `/api/users?q=${prefix}&limit=3&page=2`)
+  t.same(paged.json().pagination, { page: 2, limit: 3, total: 4, totalPages: 2 })
+  t.equal(paged.json().data.length, 1)
+  const first = await searcher.rest('GET', `/api/users?q=${prefix}&limit=3`)
+  t.same(first.json().pagination, { page: 1, limit: 3, total: 4, totalPages: 2 })
+  t.notOk(first.json().data.some((u: object) => 'email' in u), 'results carry no addresses')
+
+  const target = people[0]!
+  const byAddress = (await searcher.rest('GET', `/api/users?q=${encodeURIComponent(target.email.toUpperCase())}`)).json()
+  t.same(byAddress.data.map((u: { id: string }) => u.id), [target.userId], 'the exact address, any case')
+  t.same(await names(target.email.slice(0, -1)), [], 'never an address prefix')
+  t.same(await names(target.email.split('@')[0]!), [], 'nor a local part (names were changed)')
+
+  const rpc = await searcher.rpc(UsersService, { binary: true }).searchUsers({ query: `${prefix}an`, limit: 10 })
+  t.same(rpc.users.map((u) => u.displayName), [`${prefix}Anna`, `${prefix}anton`])
+  t.ok(rpc.users.every((u) => u.email === ''))
+  t.match(plain(rpc.pagination), { page: 1, limit: 10, total: 2, totalPages: 1 })
+
+  for (const q of ['', 'a', ' a ', '\u00e9']) {
+    const res = await searcher.rest('GET', `/api/users?q=${encodeURIComponent(q)}`)
+    t.equal(res.statusCode, 400, `q=${JSON.stringify(q)}`)
+    t.equal(res.json().details?.[0]?.field, 'q')
+  }
+  t.equal((await searcher.rest('GET', '/api/users')).statusCode, 400, 'no q')
+  t.equal((await searcher.rest('GET', `/api/users?q=${'a'.repeat(300)}`)).statusCode, 400, 'over-long q')
+  t.equal((await searcher.rest('GET', `/api/users?q=${prefix}&limit=101`)).statusCode, 400)
+  t.equal((await rpcError(searcher.rpc(UsersService).searchUsers({ query: 'a' }))).code, Code.InvalidArgument)
+  t.equal((await anonymousRest(s)('GET', `/api/users?q=${prefix}`)).statusCode, 401)
+})
+
+t.test('GetDisplayInfo: up to 100 ids in one call, in the order asked, unknown ids left out', async (t) => {
+  const viewer = await signInPerson(s, 'viewer')
+  const a = await signInPerson(s, 'info-a')
+  const b = await signInPerson(s, 'info-b')
+  await b.rest('PATCH', '/api/users/me', { displayName: 'Bee' })
+  const answer = await viewer.rpc(UsersService).getDisplayInfo({ userIds: [b.userId, 'unknown', a.userId, b.userId] })
+  t.same(answer.users.map((u) => [u.id, u.displayName, u.email]), [[b.userId, 'Bee', ''], [a.userId, a.email.split('@')[0], '']])
+  t.same((await viewer.rpc(UsersService, { binary: true }).getDisplayInfo({ userIds: [] })).users, [])
+  const hundred = Array.from({ length: 100 }, (_, i) => i === 0 ? a.userId : `missing-${i}`)
+  t.equal((await viewer.rpc(UsersService).getDisplayInfo({ userIds: hundred })).users.length, 1)
+  const tooMany = await rpcError(viewer.rpc(UsersService).getDisplayInfo({ userIds: [...hundred, 'one-more'] }))
+  t.equal(tooMany.code, Code.InvalidArgument)
+  t.match(tooMany.rawMessage, /userIds/)
+  t.equal((await rpcError(viewer.rpc(UsersService).getDisplayInfo({ userIds: ['x'.repeat(201)] }))).code, Code.InvalidArgument)
+})
+
+t.test('a new user\'s display name is the local part of their address', async (t) => {
+  const email = uniqueEmail('Local.Part')
+  const person = await signInPerson(s, 'local', email)
+  t.equal((await person.rest('GET', '/api/auth/me')).json().data.displayName, email.split('@')[0]?.toLowerCase())
+})
