@@ -187,3 +187,23 @@ t.test('a new user\'s display name is the local part of their address', async (t
   const person = await signInPerson(s, 'local', email)
   t.equal((await person.rest('GET', '/api/auth/me')).json().data.displayName, email.split('@')[0]?.toLowerCase())
 })
+
+t.test('a search pages through the first 1,000 matches only, and says so in its total', async (t) => {
+  const database = await openDatabase({ databaseUrl: undefined, dataDir: mkdtempSync(join(tmpdir(), 'canvas-users-many-')) })
+  const many = await startApp({ DATABASE_URL: undefined, REDIS_URL: undefined }, { database, rateLimit: { maxOverride: { read: unlimited, standard: unlimited, strict: unlimited } } })
+  t.teardown(async () => { await many.close(); await database.close() })
+  const now = new Date()
+  await database.db.insertInto('users').values(Array.from({ length: 1005 }, (_, i) => ({
+    id: `user_many_${i}`, email: `many-${i}@example.test`, display_name: `Manyname ${String(i).padStart(4, '0')}`, created_at: now, updated_at: now
+  }))).execute()
+  const viewer = await signInPerson(many, 'viewer')
+  const first = (await viewer.rest('GET', '/api/users?q=many&limit=100')).json()
+  t.same(first.pagination, { page: 1, limit: 100, total: 1000, totalPages: 10 })
+  t.equal(first.data[0].displayName, 'Manyname 0000')
+  const last = (await viewer.rest('GET', '/api/users?q=many&limit=100&page=10')).json()
+  t.equal(last.data.length, 100)
+  t.equal(last.data[99].displayName, 'Manyname 0999')
+  const beyond = (await viewer.rest('GET', '/api/users?q=many&limit=100&page=11')).json()
+  t.same(beyond, { data: [], pagination: { page: 11, limit: 100, total: 1000, totalPages: 10 } })
+  t.equal((await viewer.rest('GET', '/api/users?q=manyname%2001&limit=100')).json().pagination.total, 100, 'a longer query narrows it')
+})

@@ -38,19 +38,29 @@ function likePrefix (text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`) + '%'
 }
 
-/** Users whose display name starts with `prefix` (case-insensitive), in name order: an index range scan. */
-export async function searchByNamePrefix (db: Db, prefix: string, window: PageWindow): Promise<{ rows: PublicUserRow[], total: number }> {
+/**
+ * Users whose display name starts with `prefix` (case-insensitive), in name order: an index range
+ * scan that stops after the page. Only the first `maxMatches` matches can be paged to (and counted):
+ * a two-letter prefix may match a tenth of all users, and nobody pages through them — they type on.
+ */
+export async function searchByNamePrefix (db: Db, prefix: string, window: PageWindow, maxMatches: number): Promise<{ rows: PublicUserRow[], total: number }> {
   // lower() of the pattern in SQL, so both sides are lower-cased by the same rules.
   const matches = sql<boolean>`${nameKey} like (lower(${likePrefix(prefix)}) collate "C")`
-  const rows = await db.selectFrom('users')
-    .select(['id', 'display_name', 'avatar_url', 'created_at'])
-    .where(matches)
-    .orderBy(nameKey).orderBy('id')
-    .limit(window.limit).offset(window.offset)
-    .execute()
-  // The first page that is not full tells the total without counting.
-  if (rows.length < window.limit && (rows.length > 0 || window.offset === 0)) return { rows, total: window.offset + rows.length }
-  const { total } = await db.selectFrom('users').select(sql<number>`count(*)::int`.as('total')).where(matches).executeTakeFirstOrThrow()
+  const limit = Math.min(window.limit, maxMatches - window.offset)
+  const rows = limit <= 0
+    ? []
+    : await db.selectFrom('users')
+      .select(['id', 'display_name', 'avatar_url', 'created_at'])
+      .where(matches)
+      .orderBy(nameKey).orderBy('id')
+      .limit(limit).offset(window.offset)
+      .execute()
+  // A page that is not full tells the total without counting.
+  if (rows.length < limit && (rows.length > 0 || window.offset === 0)) return { rows, total: window.offset + rows.length }
+  // Ordered like the page, so the count walks the same index range (a bounded index-only scan)
+  // rather than a sequential scan that stops at the thousandth match wherever it lies.
+  const reachable = db.selectFrom('users').select(sql`1`.as('one')).where(matches).orderBy(nameKey).limit(maxMatches).as('reachable')
+  const { total } = await db.selectFrom(reachable).select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()
   return { rows, total }
 }
 

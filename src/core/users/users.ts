@@ -7,7 +7,7 @@ import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { parseInput } from '../validation.js'
 import * as repo from './users.repository.js'
 import {
-  DISPLAY_NAME_MAX, GetDisplayInfoInput, GetUserInput, SEARCH_MIN_CHARS, SearchUsersQuery, UpdateProfileInput,
+  DISPLAY_NAME_MAX, GetDisplayInfoInput, GetUserInput, SEARCH_MAX_MATCHES, SEARCH_MIN_CHARS, SearchUsersQuery, UpdateProfileInput,
   toPublicUser, toUser, type PublicUser, type User
 } from './users.types.js'
 
@@ -75,7 +75,7 @@ export function createUsers (deps: CoreDeps, options: UsersOptions) {
         const rows = id === undefined || window.offset > 0 ? [] : await repo.findPublicUsersByIds(db, [id])
         return { items: rows.map(toPublicUser), pagination: paginationOf(window, id === undefined ? 0 : 1) }
       }
-      const { rows, total } = await repo.searchByNamePrefix(db, text, window)
+      const { rows, total } = await repo.searchByNamePrefix(db, text, window, SEARCH_MAX_MATCHES)
       return { items: rows.map(toPublicUser), pagination: paginationOf(window, total) }
     },
 

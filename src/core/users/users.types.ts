@@ -29,6 +29,8 @@ export const DISPLAY_NAME_MAX = 64
 export const DISPLAY_INFO_MAX_IDS = 100
 /** A search needs this many characters: a shorter prefix would list everyone. */
 export const SEARCH_MIN_CHARS = 2
+/** A search pages through (and counts) at most this many matches; a longer query narrows it. */
+export const SEARCH_MAX_MATCHES = 1000
 
 export const UserId = Type.String({ minLength: 1, maxLength: 200, errorMessage: 'must be a non-empty user id' })
 // Bounded before the core normalises it (NFC, trim) and counts characters: a raw string may be
