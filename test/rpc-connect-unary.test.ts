@@ -90,7 +90,7 @@ t.test('failed calls answer the same Connect error', async (t) => {
     ['a field of the wrong type', 'app.rooms.v1.RoomsService/GetRoom', { ...json, ...bearer }, '{"roomId":5}', Code.InvalidArgument],
     ['binary bytes that are no message', 'app.rooms.v1.RoomsService/GetRoom', { ...proto, ...bearer }, Buffer.from([0x0f, 0xff, 0x00, 0x12]), Code.InvalidArgument],
     ['a validation error with field violations', 'app.rooms.v1.RoomsService/CreateRoom', { ...json, ...bearer }, JSON.stringify({ name: '' }), Code.InvalidArgument],
-    ['a method not built yet', 'app.users.v1.UsersService/GetUser', { ...json, ...bearer }, '{}', Code.Unimplemented],
+    ['a method not built yet', 'app.shelves.v1.ShelvesService/GetShelf', { ...json, ...bearer }, '{}', Code.Unimplemented],
     ['a body over 1 MiB', 'app.rooms.v1.RoomsService/GetRoom', { ...json, ...bearer }, JSON.stringify({ roomId: 'x'.repeat(1024 * 1024) }), Code.ResourceExhausted]
   ]
   for (const [what, procedure, headers, payload, code] of cases) {
