@@ -8,6 +8,7 @@ import { createInvites } from './offices/invites.js'
 import { createOffices } from './offices/offices.js'
 import { createRooms } from './rooms/rooms.js'
 import { createSparks } from './sparks/sparks.js'
+import { createUploads } from './uploads/uploads.js'
 
 export function createCore (deps: CoreDeps) {
   return {
@@ -18,7 +19,8 @@ export function createCore (deps: CoreDeps) {
     canvas: createCanvas(deps),
     offices: createOffices(deps),
     invites: createInvites(deps),
-    cursors: createCursors(deps.cursorFeed, createAudience(deps))
+    cursors: createCursors(deps.cursorFeed, createAudience(deps)),
+    uploads: createUploads(deps)
   }
 }
 
