@@ -34,5 +34,9 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'GET', url: '/api/offices/:officeId/invites' },
   { method: 'DELETE', url: '/api/offices/:officeId/invites/:inviteId' },
   { method: 'GET', url: '/api/invites/:token' },
-  { method: 'POST', url: '/api/invites/accept' }
+  { method: 'POST', url: '/api/invites/accept' },
+  { method: 'POST', url: '/api/uploads' },
+  { method: 'POST', url: '/api/attachments' },
+  { method: 'GET', url: '/api/uploads/:fileId' },
+  { method: 'DELETE', url: '/api/uploads/:fileId' }
 ]
