@@ -188,7 +188,8 @@ function storage (env: Env, dataDir: string): StorageConfig {
     throw new ConfigError(accessKeyId === undefined ? 'AWS_ACCESS_KEY_ID' : 'AWS_SECRET_ACCESS_KEY', 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together')
   }
   if (sessionToken !== undefined && accessKeyId === undefined) throw new ConfigError('AWS_SESSION_TOKEN', 'needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY')
-  const keyPrefix = text(env, 'S3_KEY_PREFIX') ?? 'uploads/'
+  // Set but empty: no prefix (the bucket is the service's alone).
+  const keyPrefix = env.S3_KEY_PREFIX === undefined ? 'uploads/' : env.S3_KEY_PREFIX.trim()
   if (!/^[A-Za-z0-9!_.*'()/-]{0,200}$/.test(keyPrefix)) throw new ConfigError('S3_KEY_PREFIX', `must be at most 200 letters, digits or "/!_.*'()-", got "${keyPrefix}"`)
   return {
     kind: 's3',
