@@ -35,7 +35,7 @@ export async function createLocalStorage (root: string, log: Logger): Promise<St
         handle = await open(temp, 'wx')
         // Flushed to disk before it is closed (`flush`): a file recorded as uploaded must survive a
         // crash right after the answer. The stream closes the handle when it ends or fails.
-        await pipeline(body, handle.createWriteStream({ flush: true }))
+        await pipeline(body, handle.createWriteStream({ flush: true, highWaterMark: 1024 * 1024 }))
         await rename(temp, final)
       } catch (error) {
         // Already closed by the stream, unless opening the stream failed; close() also waits for
