@@ -72,7 +72,7 @@ async function send (url: string, expected: number): Promise<number> {
 const upload = async (): Promise<number> => await send(`${service.url}/api/attachments`, 201)
 
 /** A bare node:http server in a process of its own: each request body piped into a flushed file. */
-async function startRawSink (dir: string): Promise<{ url: string, stop: () => void }> {
+async function startRawSink (dir: string): Promise<{ url: string, pid: number, stop: () => void }> {
   const child = reapOnExit(spawn(process.execPath, ['-e', `
     const { createServer } = require('node:http')
     const { createWriteStream, rmSync } = require('node:fs')
@@ -86,7 +86,8 @@ async function startRawSink (dir: string): Promise<{ url: string, stop: () => vo
   const url = await new Promise<string>((resolve) => {
     child.stdout?.on('data', (chunk: Buffer) => { const match = /listening (\S+)/.exec(chunk.toString()); if (match?.[1] !== undefined) resolve(match[1]) })
   })
-  return { url, stop: () => { child.kill() } }
+  if (child.pid === undefined) throw new Error('no sink pid')
+  return { url, pid: child.pid, stop: () => { child.kill() } }
 }
 
 /** The same bytes through a plain fs write stream, in socket-sized chunks; its time in ms. */
@@ -103,6 +104,21 @@ async function fsWrite (flush: boolean): Promise<number> {
 function rssMiB (pid: number): number {
   const kb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
   return kb / 1024
+}
+
+/** CPU time a process has used (user + system, all threads), in ms: /proc/<pid>/stat in clock ticks (100/s). */
+function cpuMs (pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+const ownCpuMs = (): number => { const { user, system } = process.cpuUsage(); return (user + system) / 1000 }
+
+/** Runs `work` and returns its wall time and the CPU time `cpu` counted meanwhile. */
+async function timed (work: () => Promise<unknown>, cpu: () => number): Promise<{ ms: number, cpu: number }> {
+  const cpuBefore = cpu()
+  const started = performance.now()
+  await work()
+  return { ms: performance.now() - started, cpu: cpu() - cpuBefore }
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN
@@ -129,25 +145,34 @@ const second = await parallelPeak()
 const after = rssMiB(pid)
 
 const sink = await startRawSink(service.dataDir)
-const results: Array<{ plain: number, flushed: number, raw: number, service: number }> = []
+type Timing = Awaited<ReturnType<typeof timed>>
+const results: Array<{ plain: Timing, flushed: Timing, raw: Timing, service: Timing }> = []
 for (let round = 1; round <= rounds; round++) {
-  const result = { plain: await fsWrite(false), flushed: await fsWrite(true), raw: await send(sink.url, 201), service: await upload() }
+  const result = {
+    plain: await timed(async () => await fsWrite(false), ownCpuMs),
+    flushed: await timed(async () => await fsWrite(true), ownCpuMs),
+    raw: await timed(async () => await send(sink.url, 201), () => cpuMs(sink.pid)),
+    service: await timed(upload, () => cpuMs(pid))
+  }
   results.push(result)
-  console.log(`round ${round}: fs write ${mibps(result.plain).toFixed(0)} MiB/s, flushed ${mibps(result.flushed).toFixed(0)}, bare node:http to a file ${mibps(result.raw).toFixed(0)}, upload ${mibps(result.service).toFixed(0)} (${result.service.toFixed(0)} ms)`)
+  console.log(`round ${round}: fs write ${mibps(result.plain.ms).toFixed(0)} MiB/s, flushed ${mibps(result.flushed.ms).toFixed(0)}, bare node:http to a file ${mibps(result.raw.ms).toFixed(0)}, upload ${mibps(result.service.ms).toFixed(0)} (${result.service.ms.toFixed(0)} ms, ${result.service.cpu} ms CPU)`)
 }
 sink.stop()
 agent.destroy()
 await service.stop()
 
-const line = (name: string, ms: (r: typeof results[number]) => number): void => { console.log(`${name.padEnd(46)} ${mibps(median(results.map(ms))).toFixed(0).padStart(5)} MiB/s`) }
-console.log(`\n${process.version}, ${process.env.DATABASE_URL === undefined ? 'embedded PGlite' : 'Postgres'}, ${rounds} rounds, one ${SIZE / MiB} MiB attachment each (median)`)
-line('plain fs write stream (64 KiB chunks)', (r) => r.plain)
-line('fs write stream, flushed to disk', (r) => r.flushed)
-line('bare node:http → flushed file (other process)', (r) => r.raw)
-line('POST /api/attachments', (r) => r.service)
-console.log(`upload / plain fs write:   ${median(results.map((r) => r.plain / r.service)).toFixed(2)}×`)
-console.log(`upload / flushed fs write: ${median(results.map((r) => r.flushed / r.service)).toFixed(2)}×`)
-console.log(`upload / bare node:http:   ${median(results.map((r) => r.raw / r.service)).toFixed(2)}×`)
+const total = (pick: (r: typeof results[number]) => Timing): number => results.reduce((sum, r) => sum + pick(r).cpu, 0) / rounds
+const line = (name: string, pick: (r: typeof results[number]) => Timing, cpuOf: string): void => {
+  console.log(`${name.padEnd(46)} ${mibps(median(results.map((r) => pick(r).ms))).toFixed(0).padStart(5)} MiB/s   ${total(pick).toFixed(0).padStart(4)} ms CPU per file (${cpuOf})`)
+}
+console.log(`\n${process.version}, ${process.env.DATABASE_URL === undefined ? 'embedded PGlite' : 'Postgres'}, ${rounds} rounds, one ${SIZE / MiB} MiB attachment each (median MiB/s; mean CPU)`)
+line('plain fs write stream (64 KiB chunks)', (r) => r.plain, 'this process')
+line('fs write stream, flushed to disk', (r) => r.flushed, 'this process')
+line('bare node:http → flushed file (other process)', (r) => r.raw, 'the server')
+line('POST /api/attachments', (r) => r.service, 'the service')
+console.log(`upload / plain fs write:   ${median(results.map((r) => r.plain.ms / r.service.ms)).toFixed(2)}× throughput`)
+console.log(`upload / flushed fs write: ${median(results.map((r) => r.flushed.ms / r.service.ms)).toFixed(2)}× throughput`)
+console.log(`upload / bare node:http:   ${median(results.map((r) => r.raw.ms / r.service.ms)).toFixed(2)}× throughput, ${(total((r) => r.service) / total((r) => r.raw)).toFixed(1)}× its CPU`)
 console.log(`\nservice RSS ${before.toFixed(1)} MB after one small upload; ${PARALLEL} parallel ${SIZE / MiB} MiB uploads (${PARALLEL * SIZE / MiB} MiB of files):`)
 console.log(`  first batch  (${first.seconds.toFixed(1)} s): peak ${first.peak.toFixed(1)} MB, growth ${(first.peak - before).toFixed(1)} MB`)
 console.log(`  second batch (${second.seconds.toFixed(1)} s): peak ${second.peak.toFixed(1)} MB, growth ${(second.peak - before).toFixed(1)} MB; ${after.toFixed(1)} MB after`)
