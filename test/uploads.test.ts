@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import { startApp } from './helpers/app.js'
 import { signInPerson, type Person } from './helpers/people.js'
+import { FILENAME_MAX, sanitiseFilename } from '../src/core/uploads/filename.js'
 import { deleteAccount, eventually, formOf, multipartBytes, pngOfSize, rawUpload, SAMPLES, uploadClient } from './helpers/uploads.js'
 
 const MiB = 1024 * 1024
@@ -307,4 +308,28 @@ t.test('storage failing: uploads and reads answer 503 in the envelope, health sa
   t.equal((await s.app.inject({ method: 'GET', url: '/health' })).json().services.storage.status, 'healthy', 'healthy again once storage is back')
   t.equal((await client.get(undefined, String(stored.url))).status, 200)
   t.equal((await client.get(user.cookie, String(leavingFile.url))).status, 404, 'the deleted account\'s file is not served, though its bytes could not be removed')
+})
+
+t.test('file names are kept as labels: no path, no control or bidi characters, bounded', async (t) => {
+  const cases: Array<[string | undefined, string]> = [
+    ['report.pdf', 'report.pdf'],
+    ['C:\\Users\\me\\Desktop\\cv.docx', 'cv.docx'],
+    ['../../etc/passwd', 'passwd'],
+    ['..', 'file'],
+    ['.htaccess', 'htaccess'],
+    ['  spaced \t name .txt  ', 'spaced name .txt'],
+    ['evil\u202Etxt.exe', 'eviltxt.exe'],
+    ['line\r\nbreak.txt', 'linebreak.txt'],
+    ['nul\u0000.png', 'nul.png'],
+    ['e\u0301te\u0301.txt', 'été.txt'],
+    ['', 'file'],
+    [undefined, 'file']
+  ]
+  for (const [raw, expected] of cases) t.equal(sanitiseFilename(raw), expected, JSON.stringify(raw))
+  const long = sanitiseFilename(`${'a'.repeat(400)}.jpeg`)
+  t.equal(Array.from(long).length, FILENAME_MAX)
+  t.ok(long.endsWith('.jpeg'), 'a cut keeps the extension')
+  const emoji = sanitiseFilename('😀'.repeat(300))
+  t.equal(Array.from(emoji).length, FILENAME_MAX)
+  t.ok(Array.from(emoji).every((c) => c === '😀'), 'no surrogate pair is split')
 })
