@@ -78,7 +78,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   const database = options.database ?? await openDatabase(config)
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)
-  const storage = await createStorage(config.dataDir)
+  const storage = await createStorage(config.storage, app.log)
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
   const clock = options.clock ?? systemClock
   // Events travel through the database's LISTEN/NOTIFY and a durable log (src/live).
@@ -98,7 +98,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
   const compute = createCompute(config, app.log)
   app.addHook('onClose', async () => { await compute.close() })
-  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute }
+  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute, storage }
   const core = createCore(deps)
   // The core's audience rule, on the live read connections: a busy write pool never delays delivery.
   const streams = live.streams(createAudience({ db: live.readDb }))
@@ -122,6 +122,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.addHook('onClose', async () => {
     await live.close()
     mailer.close()
+    await storage.close()
     if (redis !== undefined) redis.disconnect()
     if (options.database === undefined) await database.close()
   })

@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os'
 import { join, resolve } from 'node:path'
 import { proxyTrust } from './http/client-ip.js'
 import type { HttpTimeouts } from './http/listener.js'
+import type { StorageConfig } from './infra/storage.js'
 
 export type Expose = 'all' | 'public' | 'internal'
 export type NodeEnv = 'development' | 'production' | 'test'
@@ -50,6 +51,8 @@ export interface Config {
   readonly computeThreads: number
   /** Tasks that may wait for a thread; past that a task is refused with 503 / `unavailable`. */
   readonly computeQueue: number
+  /** Where uploads are kept: DATA_DIR/uploads, or an S3-compatible bucket when S3_BUCKET is set. */
+  readonly storage: StorageConfig
 }
 
 export class ConfigError extends Error {
@@ -155,6 +158,51 @@ function httpTimeouts (env: Env): HttpTimeouts {
   }
 }
 
+function flag (env: Env, name: string): boolean | undefined {
+  const raw = text(env, name)
+  if (raw === undefined) return undefined
+  if (raw !== 'true' && raw !== 'false') throw new ConfigError(name, `must be true or false, got "${raw}"`)
+  return raw === 'true'
+}
+
+/** DATA_DIR/uploads, or the bucket S3_BUCKET names. The AWS SDK's own environment and file lookups
+ *  are not relied on for what is set here: region and keys are handed to the client explicitly.
+ *  Without keys the SDK's default chain applies (an instance or task role). */
+function storage (env: Env, dataDir: string): StorageConfig {
+  const bucket = text(env, 'S3_BUCKET')
+  if (bucket === undefined) {
+    for (const name of ['S3_ENDPOINT', 'S3_REGION', 'S3_FORCE_PATH_STYLE', 'S3_KEY_PREFIX']) {
+      if (text(env, name) !== undefined) throw new ConfigError(name, 'has no effect without S3_BUCKET')
+    }
+    return { kind: 'local', dir: join(dataDir, 'uploads') }
+  }
+  // S3's own naming rules are stricter; S3-compatible servers differ, so only what would break a URL is refused.
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(bucket)) throw new ConfigError('S3_BUCKET', `must be a bucket name (letters, digits, ".", "_", "-"), got "${bucket}"`)
+  const endpoint = url(env, 'S3_ENDPOINT', ['http:', 'https:'])
+  const region = text(env, 'S3_REGION') ?? 'us-east-1'
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError('S3_REGION', `must be a region name such as eu-west-1, got "${region}"`)
+  const accessKeyId = text(env, 'AWS_ACCESS_KEY_ID')
+  const secretAccessKey = text(env, 'AWS_SECRET_ACCESS_KEY')
+  const sessionToken = text(env, 'AWS_SESSION_TOKEN')
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError(accessKeyId === undefined ? 'AWS_ACCESS_KEY_ID' : 'AWS_SECRET_ACCESS_KEY', 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together')
+  }
+  if (sessionToken !== undefined && accessKeyId === undefined) throw new ConfigError('AWS_SESSION_TOKEN', 'needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY')
+  // Set but empty: no prefix (the bucket is the service's alone).
+  const keyPrefix = env.S3_KEY_PREFIX === undefined ? 'uploads/' : env.S3_KEY_PREFIX.trim()
+  if (!/^[A-Za-z0-9!_.*'()/-]{0,200}$/.test(keyPrefix)) throw new ConfigError('S3_KEY_PREFIX', `must be at most 200 letters, digits or "/!_.*'()-", got "${keyPrefix}"`)
+  return {
+    kind: 's3',
+    bucket,
+    region,
+    endpoint,
+    // Self-hosted S3-compatible servers (MinIO and the like) mostly serve path-style URLs only.
+    forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE') ?? endpoint !== undefined,
+    credentials: accessKeyId === undefined || secretAccessKey === undefined ? undefined : { accessKeyId, secretAccessKey, ...(sessionToken === undefined ? {} : { sessionToken }) },
+    keyPrefix
+  }
+}
+
 /** Read from package.json next to src/ or dist/, so `node dist/server.js` knows it without npm. */
 function packageVersion (): string {
   const file = join(import.meta.dirname, '..', 'package.json')
@@ -221,7 +269,8 @@ export function loadConfig (env: Env = process.env): Config {
     computeThreads,
     // A few tasks per thread absorb a burst; a longer queue would only make callers wait for
     // answers they may have given up on.
-    computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000)
+    computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000),
+    storage: storage(env, dataDir)
   }
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {
     throw new ConfigError(config.rtcAppId === undefined ? 'RTC_APP_ID' : 'RTC_APP_CERTIFICATE', 'RTC_APP_ID and RTC_APP_CERTIFICATE must be set together')

@@ -50,7 +50,15 @@ t.test('a bad value names the variable', async (t) => {
     [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
     [{ NODE_ENV: 'production' }, 'JWT_SECRET'],
     [{ RTC_APP_ID: 'id-only' }, 'RTC_APP_CERTIFICATE'],
-    [{ SMTP_URL: 'http://mail' }, 'SMTP_URL']
+    [{ SMTP_URL: 'http://mail' }, 'SMTP_URL'],
+    [{ S3_ENDPOINT: 'http://127.0.0.1:9000' }, 'S3_ENDPOINT'],
+    [{ S3_BUCKET: 'bad/name' }, 'S3_BUCKET'],
+    [{ S3_BUCKET: 'b1', S3_ENDPOINT: 'ftp://x' }, 'S3_ENDPOINT'],
+    [{ S3_BUCKET: 'b1', S3_REGION: 'Europe West' }, 'S3_REGION'],
+    [{ S3_BUCKET: 'b1', S3_FORCE_PATH_STYLE: 'yes' }, 'S3_FORCE_PATH_STYLE'],
+    [{ S3_BUCKET: 'b1', AWS_ACCESS_KEY_ID: 'id-only' }, 'AWS_SECRET_ACCESS_KEY'],
+    [{ S3_BUCKET: 'b1', AWS_SESSION_TOKEN: 'token-only' }, 'AWS_SESSION_TOKEN'],
+    [{ S3_BUCKET: 'b1', S3_KEY_PREFIX: 'up loads/' }, 'S3_KEY_PREFIX']
   ]
   for (const [env, variable] of cases) {
     let thrown: unknown
@@ -62,6 +70,21 @@ t.test('a bad value names the variable', async (t) => {
     t.ok(thrown instanceof ConfigError && thrown.variable === variable, `${JSON.stringify(env)} → ${variable}`)
     t.match(String(thrown), variable)
   }
+})
+
+t.test('uploads: DATA_DIR/uploads by default; an S3-compatible bucket when S3_BUCKET is set', async (t) => {
+  const dir = dataDir()
+  t.same(loadConfig({ DATA_DIR: dir }).storage, { kind: 'local', dir: join(dir, 'uploads') })
+  t.same(loadConfig({ DATA_DIR: dir, S3_BUCKET: 'canvas' }).storage, {
+    kind: 's3', bucket: 'canvas', region: 'us-east-1', endpoint: undefined, forcePathStyle: false, credentials: undefined, keyPrefix: 'uploads/'
+  }, 'AWS itself: virtual-hosted URLs, the SDK\'s own credential chain')
+  t.same(loadConfig({
+    DATA_DIR: dir, S3_BUCKET: 'canvas', S3_ENDPOINT: 'http://minio:9000/', S3_REGION: 'eu-west-1', S3_KEY_PREFIX: '', AWS_ACCESS_KEY_ID: 'id', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'session'
+  }).storage, {
+    kind: 's3', bucket: 'canvas', region: 'eu-west-1', endpoint: 'http://minio:9000', forcePathStyle: true, credentials: { accessKeyId: 'id', secretAccessKey: 'secret', sessionToken: 'session' }, keyPrefix: ''
+  }, 'a self-hosted endpoint: path-style unless told otherwise')
+  t.match(loadConfig({ DATA_DIR: dir, S3_BUCKET: 'canvas', S3_ENDPOINT: 'https://s3.example.com', S3_FORCE_PATH_STYLE: 'false' }).storage, { kind: 's3', forcePathStyle: false })
+  t.equal(loadConfig({ DATA_DIR: dir, AWS_ACCESS_KEY_ID: 'for another tool', AWS_SECRET_ACCESS_KEY: 'x' }).storage.kind, 'local', 'AWS keys alone do not switch storage')
 })
 
 t.test('TRUST_PROXY accepts true and IP/CIDR lists', async (t) => {

@@ -12,6 +12,7 @@ import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { openDatabase } from '../src/db/database.js'
 import { startApp, uniqueEmail } from './helpers/app.js'
 import { anonymousRest, plain, rpcError, signInPerson } from './helpers/people.js'
+import { formOf, SAMPLES, uploadClient } from './helpers/uploads.js'
 
 const unlimited = 1_000_000_000
 const s = await startApp({}, { rateLimit: { maxOverride: { strict: unlimited, write: unlimited, read: unlimited, standard: unlimited } } })
@@ -206,4 +207,40 @@ t.test('a search pages through the first 1,000 matches only, and says so in its 
   const beyond = (await viewer.rest('GET', '/api/users?q=many&limit=100&page=11')).json()
   t.same(beyond, { data: [], pagination: { page: 11, limit: 100, total: 1000, totalPages: 10 } })
   t.equal((await viewer.rest('GET', '/api/users?q=manyname%2001&limit=100')).json().pagination.total, 100, 'a longer query narrows it')
+})
+
+t.test('POST /api/users/avatar stores an image and shows it on the profile; avatarUrl accepts only one\'s own avatars', async (t) => {
+  const client = uploadClient(s)
+  const gina = await signInPerson(s, 'gina')
+  const hank = await signInPerson(s, 'hank')
+  const set = await client.post(gina.cookie, formOf({ filename: 'me.png', content: SAMPLES.png }), '/api/users/avatar')
+  t.equal(set.status, 200)
+  const user = set.json().data as { id: string, email: string, avatarUrl: string }
+  t.equal(user.id, gina.userId)
+  t.equal(user.email, gina.email, 'answers the caller\'s User')
+  t.match(user.avatarUrl, new RegExp(`^${s.config.appUrl}/api/uploads/file_`))
+  const served = await client.get(undefined, user.avatarUrl)
+  t.equal(served.status, 200, 'avatars are public')
+  t.equal(served.headers.get('content-type'), 'image/png')
+  t.equal((await hank.rest('GET', `/api/users/${gina.userId}`)).json().data.avatarUrl, user.avatarUrl, 'others see it')
+  t.equal((await gina.rest('GET', '/api/auth/me')).json().data.avatarUrl, user.avatarUrl, '/me at once')
+
+  const notImage = await client.post(gina.cookie, formOf({ filename: 'x.png', content: SAMPLES.text }), '/api/users/avatar')
+  t.equal(notImage.status, 400)
+  t.equal(notImage.json().details?.[0]?.field, 'file')
+  t.equal((await gina.rest('GET', '/api/auth/me')).json().data.avatarUrl, user.avatarUrl, 'a refused avatar changes nothing')
+  t.equal((await client.post(undefined, formOf({ filename: 'me.png', content: SAMPLES.png }), '/api/users/avatar')).status, 401)
+  t.equal((await gina.rest('POST', '/api/users/avatar', { file: 'x' })).statusCode, 415, 'JSON is not a form')
+  t.equal((await gina.rest('PATCH', '/api/users/me', { avatarUrl: 'x' })).statusCode, 400)
+
+  // Through PATCH: one's own avatar upload, not someone else's, not an attachment.
+  const hanks = (await client.post(hank.cookie, formOf(['type', 'avatar'], { filename: 'h.png', content: SAMPLES.png }))).json().data as { url: string }
+  const ginasAttachment = (await client.post(gina.cookie, formOf({ filename: 'a.png', content: SAMPLES.png }), '/api/attachments')).json().data as { url: string }
+  const ginasSecond = (await client.post(gina.cookie, formOf(['type', 'avatar'], { filename: 'g2.gif', content: SAMPLES.gif }))).json().data as { url: string }
+  for (const [label, avatarUrl] of [['another user\'s avatar', hanks.url], ['an attachment', ginasAttachment.url]] as const) {
+    const res = await gina.rest('PATCH', '/api/users/me', { avatarUrl })
+    t.equal(res.statusCode, 400, label)
+    t.equal(res.json().details?.[0]?.field, 'avatarUrl')
+  }
+  t.equal((await gina.rpc(UsersService).updateProfile({ avatarUrl: ginasSecond.url })).user?.avatarUrl, ginasSecond.url, 'RPC: own avatar upload')
 })

@@ -5,6 +5,7 @@ import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
 import type { Mailer } from '../infra/mail.js'
+import type { Storage } from '../infra/storage.js'
 import type { EventNotifier } from './events.js'
 import type { SessionSignals } from './auth/session-signals.js'
 import type { CursorFeed } from './cursors/cursors.types.js'
@@ -34,4 +35,6 @@ export interface CoreDeps {
   /** Where cursor reports go (coalesced and relayed to every instance; never stored). */
   readonly cursorFeed: CursorFeed
   readonly compute: Compute
+  /** Uploaded files' bytes (local disk or an S3-compatible bucket). */
+  readonly storage: Storage
 }

@@ -45,3 +45,15 @@ export function notFound (what: string): AppError {
 export function forbidden (message: string): AppError {
   return new AppError('forbidden', message)
 }
+
+/**
+ * A file larger than its documented limit (uploads). Its kind is `limit_reached`; REST answers it
+ * with 413 `PayloadTooLarge` rather than that kind's 409 (src/rest/errors.ts), as HTTP has a status
+ * for exactly this.
+ */
+export class PayloadTooLargeError extends AppError {
+  constructor (field: string, description: string) {
+    super('limit_reached', `${field}: ${description}`, [{ field, description }])
+    this.name = 'PayloadTooLargeError'
+  }
+}

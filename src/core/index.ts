@@ -10,15 +10,20 @@ import { createRooms } from './rooms/rooms.js'
 import { createSparks } from './sparks/sparks.js'
 import { createUsers } from './users/users.js'
 import { createRtc } from './rtc/rtc.js'
+import { createUploads } from './uploads/uploads.js'
+import { findUpload } from './uploads/uploads.repository.js'
+import { uploadIdOfUrl } from './uploads/uploads.types.js'
 
 export function createCore (deps: CoreDeps) {
   const auth = createAuth(deps)
-  const uploadsPrefix = `${deps.config.appUrl}/api/uploads/`
   return {
     auth,
     users: createUsers(deps, {
       userChanged: auth.userChanged,
-      isOwnAvatarUpload: async (_userId, url) => url.startsWith(uploadsPrefix) && /^[\w-]{1,200}$/.test(url.slice(uploadsPrefix.length))
+      isOwnAvatarUpload: async (userId, url) => {
+        const fileId = uploadIdOfUrl(deps.config.appUrl, url)
+        return fileId !== undefined && await findUpload(deps.db, fileId, { owner: userId, kind: 'avatar' }) !== undefined
+      }
     }),
     audience: createAudience(deps),
     rooms: createRooms(deps),
@@ -27,7 +32,8 @@ export function createCore (deps: CoreDeps) {
     offices: createOffices(deps),
     invites: createInvites(deps),
     rtc: createRtc(deps),
-    cursors: createCursors(deps.cursorFeed, createAudience(deps))
+    cursors: createCursors(deps.cursorFeed, createAudience(deps)),
+    uploads: createUploads(deps)
   }
 }
 

@@ -99,10 +99,20 @@ export const OPERATIONS = {
   'shelves.removeLink': requiredIn('write'),
   'shelves.moveLink': requiredIn('write'),
 
+  /** REST only (DECISIONS §9): multipart uploads, counted and refused before any byte of the body
+   *  is read (the gate runs in onRequest). Reading a file: avatars are public, attachments need a
+   *  caller, so the identity is optional here and the rest is the operation's to decide. */
+  'uploads.upload': requiredIn('upload'),
+  'uploads.attach': requiredIn('upload'),
+  'uploads.get': optionalIn('read'),
+  'uploads.delete': requiredIn('write'),
+
   'users.getUser': requiredIn('read'),
   'users.updateProfile': requiredIn('write'),
   'users.searchUsers': requiredIn('read'),
-  'users.getDisplayInfo': requiredIn('read')
+  'users.getDisplayInfo': requiredIn('read'),
+  /** REST only: upload an avatar and show it on one's profile (multipart). */
+  'users.uploadAvatar': requiredIn('upload')
 } as const satisfies Record<string, OperationPolicy>
 
 export type OperationId = keyof typeof OPERATIONS

@@ -138,6 +138,23 @@ export interface OfficeInvitesTable {
   accepted_at: Timestamp | null
 }
 
+export type UploadKind = 'avatar' | 'attachment'
+
+/** An uploaded file (DECISIONS §9); its bytes are in storage under `storage_key` (src/infra/storage.ts). */
+export interface UploadsTable {
+  id: string
+  owner_id: string
+  kind: UploadKind
+  /** The client's name for it, sanitised: no path, no control characters, at most 255 characters. */
+  filename: string
+  /** Bytes. */
+  size: number
+  /** As sniffed from the bytes, never as the client claimed (src/core/uploads/sniff.ts). */
+  mime_type: string
+  storage_key: string
+  created_at: CreatedAt
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -152,6 +169,7 @@ export interface Database {
   offices: OfficesTable
   office_members: OfficeMembersTable
   office_invites: OfficeInvitesTable
+  uploads: UploadsTable
 }
 
 export type { Generated }

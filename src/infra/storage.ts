@@ -1,27 +1,51 @@
-// Local-disk file storage under DATA_DIR/uploads (the embedded default).
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
+// Where uploaded files' bytes live (DECISIONS §9): local disk under DATA_DIR/uploads (the embedded
+// default, storage-local.ts) or an S3-compatible bucket when S3_BUCKET is set (storage-s3.ts). The
+// database keeps what a file is (owner, name, type, size); this keeps only its bytes, under a key.
+import type { Readable } from 'node:stream'
+import type { Logger } from './logger.js'
+import { createLocalStorage } from './storage-local.js'
+import { createS3Storage } from './storage-s3.js'
+
+export type StorageConfig =
+  | { readonly kind: 'local', readonly dir: string }
+  | {
+    readonly kind: 's3'
+    readonly bucket: string
+    readonly region: string
+    /** Unset: AWS itself. */
+    readonly endpoint: string | undefined
+    readonly forcePathStyle: boolean
+    /** Unset: the SDK's default chain (an instance or task role). */
+    readonly credentials: { readonly accessKeyId: string, readonly secretAccessKey: string, readonly sessionToken?: string } | undefined
+    /** Prepended to every key, so the bucket can be shared. */
+    readonly keyPrefix: string
+  }
 
 export interface Storage {
-  readonly root: string
-  /** Writes, reads back and removes a probe file: the health check of the storage part. */
+  readonly kind: StorageConfig['kind']
+  /**
+   * Streams `body` into the object `key`, reading it as it arrives (never holding it whole).
+   * Resolves once the whole object is stored. An object appears whole or not at all: on any failure,
+   * `body` erroring included, nothing of it is left behind and the promise rejects with the first
+   * error (a failure of `body` itself, when that came first).
+   */
+  put (key: string, body: Readable, contentType: string): Promise<void>
+  /** The object's bytes, or undefined when there is no such object; rejects when storage fails. */
+  get (key: string): Promise<Readable | undefined>
+  /** Removes objects; a missing one is not an error. Resolves with the keys it could not remove. */
+  remove (keys: readonly string[]): Promise<{ failed: string[] }>
+  /** Resolves when storage answers (the health report's `storage` part). */
   probe (): Promise<void>
+  close (): Promise<void>
 }
 
-export async function createStorage (dataDir: string): Promise<Storage> {
-  const root = join(dataDir, 'uploads')
-  await mkdir(root, { recursive: true })
-  return {
-    root,
-    probe: async () => {
-      const file = join(root, `.probe-${randomBytes(6).toString('hex')}`)
-      await writeFile(file, 'ok')
-      try {
-        if (await readFile(file, 'utf8') !== 'ok') throw new Error('storage probe read back wrong content')
-      } finally {
-        await rm(file, { force: true })
-      }
-    }
-  }
+/** Keys are ours (upload ids), never a client's text; checked anyway, since a key becomes a path. */
+export function checkKey (key: string): string {
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(key)) throw new Error(`invalid storage key ${JSON.stringify(key.slice(0, 50))}`)
+  return key
+}
+
+/** Never throws for an unreachable store: the health report and each request say so instead. */
+export async function createStorage (config: StorageConfig, log: Logger): Promise<Storage> {
+  return config.kind === 'local' ? await createLocalStorage(config.dir, log) : createS3Storage(config)
 }

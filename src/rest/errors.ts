@@ -3,7 +3,7 @@
 // that is not JSON, an unknown path, a request too slow to arrive, …). The error handler, the gate,
 // the not-found handler, framework errors and the HTTP parser's errors all answer through it.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, type ErrorKind } from '../core/errors.js'
+import { AppError, PayloadTooLargeError, type ErrorKind } from '../core/errors.js'
 
 /** Refusals of HTTP itself, before any operation (or the core) sees the request. */
 export type HttpRefusal = 'bad_request' | 'route_not_found' | 'method_not_allowed' | 'request_timeout' | 'not_acceptable'
@@ -55,7 +55,7 @@ export function restRefusal (reason: HttpRefusal, message: string): RestErrorRep
 }
 
 export function restError (error: AppError): RestErrorReply {
-  const { status, error: name } = REPLIES[error.kind]
+  const { status, error: name } = error instanceof PayloadTooLargeError ? REPLIES.payload_too_large : REPLIES[error.kind]
   const body: RestErrorBody = { error: name, message: error.message }
   if (error.kind === 'validation' || error.violations.length > 0) {
     body.details = error.violations.map((v) => ({ field: v.field, issue: v.description }))

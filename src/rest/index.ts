@@ -11,6 +11,7 @@ import { officeRoutes } from './offices.routes.js'
 import { roomRoutes } from './rooms.routes.js'
 import { sparkRoutes } from './sparks.routes.js'
 import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
+import { uploadRoutes } from './uploads.routes.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { installRequestGate } from './request-gate.js'
 import { rtcRoutes } from './rtc.routes.js'
@@ -48,4 +49,6 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(userRoutes(core), { prefix: '/users' })
   await app.register(rtcRoutes(core), { prefix: '/rtc' })
   await app.register(syncRoutes(live), { prefix: '/sync' })
+  // /uploads and /attachments, in a scope of their own that reads multipart bodies only.
+  await app.register(uploadRoutes(core))
 }

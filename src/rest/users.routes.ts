@@ -1,10 +1,12 @@
-// /api/users (DECISIONS §9): a user's display info, one's own profile, search by name or address.
+// /api/users (DECISIONS §9): a user's display info, one's own profile and avatar, search by name or
+// address.
 // Parse → one core call → `{ data }`.
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
 import { SearchUsersQuery, UpdateProfileInput, UserIdParams } from '../core/users/users.types.js'
 import { actorOf } from './identity.js'
+import { acceptMultipart, receiveUpload } from './upload-form.js'
 
 export function userRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
@@ -22,6 +24,22 @@ export function userRoutes (core: Core) {
 
     r.get('/:userId', { schema: { params: UserIdParams }, config: { operation: 'users.getUser' } }, async (request) => {
       return { data: await users.get(actorOf(request), request.params) }
+    })
+
+    // Its own scope: only this route reads multipart bodies.
+    await app.register(async (form) => {
+      await acceptMultipart(form)
+      form.post('/avatar', { config: { operation: 'users.uploadAvatar' } }, async (request, reply) => {
+        const actor = actorOf(request)
+        const file = await receiveUpload(core, request, reply, 'avatar')
+        try {
+          return { data: await users.updateProfile(actor, { avatarUrl: file.url }) }
+        } catch (error) {
+          // The profile did not take it: the upload would only be a stray file.
+          await core.uploads.delete(actor, { fileId: file.id }).catch(() => {})
+          throw error
+        }
+      })
     })
   }
 }

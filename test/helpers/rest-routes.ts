@@ -38,6 +38,11 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'GET', url: '/api/users' },
   { method: 'PATCH', url: '/api/users/me' },
   { method: 'GET', url: '/api/users/:userId' },
+  { method: 'POST', url: '/api/users/avatar' },
   { method: 'POST', url: '/api/rtc/token' },
-  { method: 'GET', url: '/api/rtc/config' }
+  { method: 'GET', url: '/api/rtc/config' },
+  { method: 'POST', url: '/api/uploads' },
+  { method: 'POST', url: '/api/attachments' },
+  { method: 'GET', url: '/api/uploads/:fileId' },
+  { method: 'DELETE', url: '/api/uploads/:fileId' }
 ]

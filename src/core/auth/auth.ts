@@ -7,6 +7,7 @@ import { hashToken, newId, newSecretToken } from '../../infra/ids.js'
 import { findOrCreateUserByEmail, findUserById, findUserIdByEmail } from '../users/users.repository.js'
 import { toUser, type User } from '../users/users.types.js'
 import { deleteAccountData } from '../users/account-deletion.js'
+import { removeStoredFiles } from '../uploads/uploads.js'
 import { inTransaction } from '../transaction.js'
 import { sendOrUndo } from '../mail-or-undo.js'
 import * as repo from './auth.repository.js'
@@ -218,13 +219,15 @@ export function createAuth (deps: CoreDeps) {
     async confirmDeletion (input: unknown): Promise<{ userId: string }> {
       const { token } = parseInput(TokenInput, input)
       const now = clock.now()
-      const userId = await inTransaction(deps, async (tx) => {
+      const deleted = await inTransaction(deps, async (tx) => {
         const consumed = await repo.consumeDeletionToken(tx.trx, hashToken(token), now)
         if (consumed === undefined) return undefined
-        await deleteAccountData(tx, consumed.user_id)
-        return consumed.user_id
+        return { userId: consumed.user_id, ...await deleteAccountData(tx, consumed.user_id) }
       })
-      if (userId === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
+      if (deleted === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
+      const { userId } = deleted
+      // After the commit: a storage failure is logged and never undoes or blocks the deletion.
+      await removeStoredFiles(deps, deleted.storageKeys)
       validSessions.forgetUser(userId)
       await sessionSignals.accountDeleted(userId)
       return { userId }

@@ -5,11 +5,18 @@ import type { Transaction } from '../transaction.js'
 import { deleteRoomsCreatedBy } from '../rooms/rooms.repository.js'
 import { deleteSparksCreatedBy } from '../sparks/sparks.repository.js'
 import { deleteInvitesTo, deleteOfficeRow, membershipsOf, officesOwnedAlone } from '../offices/offices.repository.js'
+import { deleteUploadsOwnedBy } from '../uploads/uploads.repository.js'
 import { deleteUserRow, findUserById } from './users.repository.js'
+
+export interface DeletedAccountData {
+  /** Storage keys of the user's uploads: their rows are gone in the deletion's transaction; the
+   *  caller removes the bytes after the commit, where a storage failure cannot undo the deletion. */
+  storageKeys: string[]
+}
 
 /** Deletes the account's data and publishes the same events a user deleting each room and spark
  *  would have caused, to whoever could see them, in the deletion's transaction. */
-export async function deleteAccountData ({ trx, publish }: Transaction, userId: string): Promise<void> {
+export async function deleteAccountData ({ trx, publish }: Transaction, userId: string): Promise<DeletedAccountData> {
   // Their rooms with every spark in them, then their sparks in rooms of others.
   const rooms = await deleteRoomsCreatedBy(trx, userId)
   const sparks = await deleteSparksCreatedBy(trx, userId)
@@ -24,6 +31,7 @@ export async function deleteAccountData ({ trx, publish }: Transaction, userId: 
     if (ownedAlone.some((o) => o.officeId === officeId)) continue
     publish('office:member-left', { officeId, userId }, { audience: { kind: 'office', officeId }, userId })
   }
+  const storageKeys = await deleteUploadsOwnedBy(trx, userId)
   const user = await findUserById(trx, userId)
   if (user !== undefined) await deleteInvitesTo(trx, user.email)
   // Memberships and the invitations they sent go with the user row (foreign keys).
@@ -34,4 +42,5 @@ export async function deleteAccountData ({ trx, publish }: Transaction, userId: 
   for (const { id, roomId } of sparks) {
     publish('spark:deleted', { id, roomId }, { audience: { kind: 'room', roomId }, userId })
   }
+  return { storageKeys }
 }

@@ -6,6 +6,7 @@ import * as eventLog from './2026-11-22T22-30-00_event_log.js'
 import * as eventLogPositions from './2026-11-25T12-00-00_event_log_positions.js'
 import * as offices from './2026-11-25T15-00-00_offices.js'
 import * as usersSearch from './2026-11-25T16-30-00_users_search.js'
+import * as uploads from './2026-11-25T17-00-00_uploads.js'
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00_users_and_sessions': usersAndSessions,
@@ -13,5 +14,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T22-30-00_event_log': eventLog,
   '2026-11-25T12-00-00_event_log_positions': eventLogPositions,
   '2026-11-25T15-00-00_offices': offices,
-  '2026-11-25T16-30-00_users_search': usersSearch
+  '2026-11-25T16-30-00_users_search': usersSearch,
+  '2026-11-25T17-00-00_uploads': uploads
 }

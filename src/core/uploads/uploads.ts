@@ -1,0 +1,195 @@
+// Upload operations (DECISIONS §9): store a file streamed from a client, serve it, delete it.
+//
+// A file's bytes go to storage first, under a fresh id, as they arrive; its row is written only once
+// they are all stored. So a refused or broken upload (over its limit, empty, not an image for an
+// avatar, the client gone, storage failing) leaves no row, and its bytes are removed by storage
+// itself (storage.ts: nothing partial is ever left behind). Storage failures are 503 `unavailable`.
+import type { Readable } from 'node:stream'
+import type { Actor } from '../actor.js'
+import type { CoreDeps } from '../deps.js'
+import { AppError, notFound, validationError } from '../errors.js'
+import { inTransaction } from '../transaction.js'
+import { parseInput } from '../validation.js'
+import { newId } from '../../infra/ids.js'
+import { sanitiseFilename } from './filename.js'
+import * as repo from './uploads.repository.js'
+import { UploadGate } from './sniff.js'
+import { AVATAR_TYPES, FileIdParams, servedInline, toUploadedFile, UPLOAD_KINDS, UPLOAD_LIMITS, type UploadedFile, type UploadKind } from './uploads.types.js'
+
+/** A file as a transport receives it. */
+export interface IncomingFile {
+  /** The client's name for it; cleaned before it is kept (filename.ts). */
+  filename?: string | undefined
+  /** Its bytes as they arrive. An error on it (the client went away, a malformed form) ends the upload. */
+  stream: Readable
+}
+
+export interface StoreInput {
+  kind: UploadKind
+  file: IncomingFile
+}
+
+/** A file whose bytes are stored but that is not yet anyone's upload (see `receive`). */
+export interface ReceivedUpload {
+  /** Records it as the caller's upload and returns the resource; its bytes go if that fails. */
+  commit (): Promise<UploadedFile>
+  /** Removes its bytes: the upload never happened. */
+  discard (): Promise<void>
+}
+
+export interface ServedUpload {
+  file: UploadedFile
+  /** Strong: the bytes under an id never change. */
+  etag: string
+  /** Shown in the browser (a raster image) rather than downloaded. */
+  inline: boolean
+  /** Avatars are readable by anyone, so shared caches may keep them; attachments only per user. */
+  readableByAnyone: boolean
+  /** Opens its bytes: not_found when they are gone, unavailable when storage fails. */
+  open (): Promise<Readable>
+}
+
+function storageUnavailable (): AppError {
+  return new AppError('unavailable', 'File storage is unavailable; try again later.')
+}
+
+/** Removes stored bytes without failing the caller: what cannot be removed is logged for an operator. */
+export async function removeStoredFiles (deps: Pick<CoreDeps, 'storage' | 'log'>, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return
+  const { failed } = await deps.storage.remove(keys).catch((error: unknown) => {
+    deps.log.error({ err: error }, 'storage: removing files failed')
+    return { failed: [...keys] }
+  })
+  if (failed.length > 0) deps.log.error({ keys: failed }, 'storage: files left behind (no row refers to them); remove them by hand')
+}
+
+export function createUploads (deps: CoreDeps) {
+  const { db, clock, storage, config, log } = deps
+  let receiving = 0
+
+  /**
+   * Streams the file to storage, checking it on the way (uploads/sniff.ts), and returns it stored
+   * but not yet recorded, for a transport that has more of its request to read before it may answer
+   * (a multipart form's later parts); `store` is this plus `commit`.
+   */
+  async function receive (actor: Actor, input: StoreInput): Promise<ReceivedUpload> {
+    if (!UPLOAD_KINDS.includes(input.kind)) throw validationError('kind', `must be one of: ${UPLOAD_KINDS.join(', ')}`)
+    const { kind } = input
+    const filename = sanitiseFilename(input.file.filename)
+    const id = newId('file')
+    const gate = new UploadGate(kind === 'avatar'
+      ? { limit: UPLOAD_LIMITS.avatar, accept: AVATAR_TYPES, acceptedText: 'a PNG, JPEG, WebP or GIF image' }
+      : { limit: UPLOAD_LIMITS[kind] })
+    // Whoever reads the gate sees its errors; until storage does, they must not go unheard.
+    gate.on('error', () => {})
+    const source = input.file.stream
+    let sourceError: Error | undefined
+    let abandoned = false
+    const onSourceError = (error: Error): void => {
+      if (abandoned) return
+      sourceError ??= error
+      gate.destroy(error)
+    }
+    const onSourceClose = (): void => {
+      if (abandoned || source.readableEnded) return
+      sourceError ??= new Error('the request ended before the file was complete')
+      gate.destroy(sourceError)
+    }
+    source.on('error', onSourceError)
+    source.on('close', onSourceClose)
+    source.pipe(gate)
+    receiving++
+    try {
+      const mimeType = await gate.typed
+      await storage.put(id, gate, mimeType)
+      if (gate.mimeType === undefined) throw new Error('upload gate ended untyped')
+      const size = gate.bytes
+      let settled = false
+      return {
+        commit: async () => {
+          if (settled) throw new Error('upload already committed or discarded')
+          settled = true
+          try {
+            return toUploadedFile(await repo.insertUpload(db, { id, ownerId: actor.userId, kind, filename, size, mimeType, storageKey: id, now: clock.now() }), config.appUrl)
+          } catch (error) {
+            await removeStoredFiles(deps, [id])
+            // The account was deleted while its file was arriving.
+            if ((error as { code?: unknown }).code === '23503') throw new AppError('unauthenticated', 'This account no longer exists.')
+            throw error
+          }
+        },
+        discard: async () => {
+          if (settled) return
+          settled = true
+          await removeStoredFiles(deps, [id])
+        }
+      }
+    } catch (error) {
+      // Stop reading the client's file: the rest of it would go nowhere.
+      abandoned = true
+      source.unpipe(gate)
+      if (!source.destroyed) source.destroy()
+      gate.destroy()
+      if (gate.refusal !== undefined) throw gate.refusal
+      if (sourceError !== undefined) throw validationError('file', `did not arrive whole: ${sourceError.message}`)
+      log.error({ err: error, kind }, 'storage: storing an upload failed')
+      throw storageUnavailable()
+    } finally {
+      receiving--
+      source.off('error', onSourceError)
+      source.off('close', onSourceClose)
+    }
+  }
+
+  return {
+    receive,
+
+    /** Stores a file as the caller's upload of `kind` and returns it (the avatar route uses this). */
+    async store (actor: Actor, input: StoreInput): Promise<UploadedFile> {
+      return await (await receive(actor, input)).commit()
+    },
+
+    /** Avatars to anyone, attachments to signed-in users (DECISIONS §5); anonymous: 401. */
+    async open (actor: Actor | null, input: unknown): Promise<ServedUpload> {
+      const { fileId } = parseInput(FileIdParams, input)
+      const row = await repo.findUpload(db, fileId)
+      if (row === undefined) throw notFound('File')
+      if (row.kind !== 'avatar' && actor === null) throw new AppError('unauthenticated', 'Sign in to continue.')
+      return {
+        file: toUploadedFile(row, config.appUrl),
+        etag: `"${row.id}"`,
+        inline: servedInline(row.mime_type),
+        readableByAnyone: row.kind === 'avatar',
+        open: async () => {
+          let stream: Readable | undefined
+          try {
+            stream = await storage.get(row.storage_key)
+          } catch (error) {
+            log.error({ err: error, fileId }, 'storage: reading an upload failed')
+            throw storageUnavailable()
+          }
+          // Deleted since its row was read.
+          if (stream === undefined) throw notFound('File')
+          return stream
+        }
+      }
+    },
+
+    /** Owner only; to anyone else the file does not exist. The bytes go before the row commits, so a
+     *  storage failure (503) leaves the upload as it was. */
+    async delete (actor: Actor, input: unknown): Promise<void> {
+      const { fileId } = parseInput(FileIdParams, input)
+      await inTransaction(deps, async ({ trx }) => {
+        const key = await repo.deleteOwnUpload(trx, fileId, actor.userId)
+        if (key === undefined) throw notFound('File')
+        const { failed } = await storage.remove([key]).catch(() => ({ failed: [key] }))
+        if (failed.length > 0) throw storageUnavailable()
+      })
+    },
+
+    /** Uploads being received by this instance now (tests wait for a broken one to settle). */
+    receiving: (): number => receiving
+  }
+}
+
+export type Uploads = ReturnType<typeof createUploads>
