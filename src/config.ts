@@ -50,6 +50,9 @@ export interface Config {
   readonly computeThreads: number
   /** Tasks that may wait for a thread; past that a task is refused with 503 / `unavailable`. */
   readonly computeQueue: number
+  /** Plain Connect unary calls take the gateway's own routes (src/rpc/README.md); false: every call
+   *  goes through @connectrpc/connect-fastify. */
+  readonly rpcPlainUnary: boolean
 }
 
 export class ConfigError extends Error {
@@ -221,7 +224,8 @@ export function loadConfig (env: Env = process.env): Config {
     computeThreads,
     // A few tasks per thread absorb a burst; a longer queue would only make callers wait for
     // answers they may have given up on.
-    computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000)
+    computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000),
+    rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true'
   }
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {
     throw new ConfigError(config.rtcAppId === undefined ? 'RTC_APP_ID' : 'RTC_APP_CERTIFICATE', 'RTC_APP_ID and RTC_APP_CERTIFICATE must be set together')
