@@ -16,11 +16,10 @@
 // pins Connect, and test/rpc-connect-unary.test.ts, which sends the same calls down both ways and
 // compares the answers, is what tells whether an upgrade changed them.
 //
-// Two differences, both in the HandlerContext, built here by hand. Its signal is never aborted
-// (Connect's createHandlerContext links a new one to the client's connection and to the shutdown
-// signal, 20 µs a call on our machines, and aborts it when the call ends): no implementation in this
-// service watches the signal, and Fastify's close() waits for these calls to finish. Its headers are
-// CallHeaders (call-headers.ts), which skip undici's second check of what Node already checked.
+// The HandlerContext is built here by hand, with two differences from Connect's. Its signal is
+// call-signals.ts's: aborted when the client goes away and when the shutdown grace ends, as Connect's,
+// but not after a call that ended normally. Its headers are CallHeaders (call-headers.ts), which
+// skip undici's second check of what Node already checked.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { DescMethod, DescService } from '@bufbuild/protobuf'
 import {
@@ -33,6 +32,7 @@ import {
 } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { CallHeaders } from './call-headers.js'
+import { callSignals, type CallSignals } from './call-signals.js'
 import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
 
 /** A service and its implementation, for the Connect router and for the routes here. */
@@ -53,9 +53,6 @@ export interface ConnectUnaryOptions {
 }
 
 const EMPTY = new Uint8Array(0)
-
-/** The signal of every call here (see the top of this file). */
-const NEVER_ABORTED = new AbortController().signal
 
 /** The route constraint: `plain` for a request this module answers, `other` for connect-fastify's. */
 const CONSTRAINT = 'connectUnary'
@@ -98,6 +95,7 @@ function addConstraint (app: FastifyInstance): void {
 export async function connectUnaryRoutes (app: FastifyInstance, options: ConnectUnaryOptions): Promise<void> {
   addConstraint(app)
   const opt = validateUniversalHandlerOptions(options.connect)
+  const signals = callSignals(opt.shutdownSignal)
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers()
     scope.addContentTypeParser([contentTypeUnaryJson, contentTypeUnaryProto], { parseAs: 'buffer', bodyLimit: opt.readMaxBytes }, (_request, body, done) => { done(null, body) })
@@ -106,7 +104,7 @@ export async function connectUnaryRoutes (app: FastifyInstance, options: Connect
       for (const method of service.methods) {
         const spec = methods[method.localName]
         if (spec?.kind !== 'unary') continue
-        const answer = unaryCall(spec, method, opt, options.contextValues)
+        const answer = unaryCall(spec, method, opt, signals, options.contextValues)
         scope.post(`/${service.typeName}/${method.name}`, {
           constraints: { [CONSTRAINT]: PLAIN },
           config: { connectUnary: true },
@@ -123,10 +121,10 @@ export async function connectUnaryRoutes (app: FastifyInstance, options: Connect
 
 type HandlerOptions = ReturnType<typeof validateUniversalHandlerOptions>
 
-function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod, opt: HandlerOptions, contextValues: ConnectUnaryOptions['contextValues']) {
+function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod, opt: HandlerOptions, signals: CallSignals, contextValues: ConnectUnaryOptions['contextValues']) {
   const serialization = createMethodSerializationLookup(method, opt.binaryOptions, opt.jsonOptions, opt)
 
-  function contextOf (request: FastifyRequest, binary: boolean): HandlerContext {
+  function contextOf (request: FastifyRequest, binary: boolean, signal: AbortSignal): HandlerContext {
     return {
       service: method.parent,
       method,
@@ -134,7 +132,7 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       requestMethod: 'POST',
       // A plain property: Connect copies the context with Object.assign, which is slow past a getter.
       url: `${request.protocol}://${request.host}${request.url}`,
-      signal: NEVER_ABORTED,
+      signal,
       timeoutMs: () => undefined,
       requestHeader: CallHeaders.fromNode(request.headers),
       responseHeader: new CallHeaders({ 'content-type': binary ? contentTypeUnaryProto : contentTypeUnaryJson }),
@@ -157,16 +155,17 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
   }
 
   /** A failed call as Connect answers it: the error's status, its metadata as headers, the error JSON. */
-  async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, context = contextOf(request, false)): Promise<FastifyReply> {
+  async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, header: Headers = new CallHeaders(), trailer: Headers = new CallHeaders()): Promise<FastifyReply> {
     const failure = reason instanceof ConnectError ? reason : new ConnectError('internal error', Code.Internal, undefined, undefined, reason)
-    context.responseHeader.set('content-type', contentTypeUnaryJson)
-    failure.metadata.forEach((value, name) => { context.responseHeader.set(name, value) })
-    return await send(request, reply, codeToHttpStatus(failure.code), context.responseHeader, context.responseTrailer, errorToJsonBytes(failure, opt.jsonOptions))
+    header.set('content-type', contentTypeUnaryJson)
+    failure.metadata.forEach((value, name) => { header.set(name, value) })
+    return await send(request, reply, codeToHttpStatus(failure.code), header, trailer, errorToJsonBytes(failure, opt.jsonOptions))
   }
 
   async function call (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const binary = parseContentType(request.headers['content-type'] ?? null)?.binary === true
-    const context = contextOf(request, binary)
+    const signal = signals.open(reply.raw)
+    const context = contextOf(request, binary, signal.signal)
     let output: Uint8Array
     try {
       // No body at all (no Content-Length, not chunked) is an empty one, as for Connect.
@@ -175,8 +174,10 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       const input = binary ? decodeBinaryMessage(bytes, method.input) : serialization.getI(false).parse(bytes)
       output = serialization.getO(binary).serialize(await invokeUnaryImplementation(spec, context, input, opt.interceptors))
     } catch (reason) {
-      return await error(request, reply, reason, context)
+      signal.end()
+      return await error(request, reply, reason, context.responseHeader, context.responseTrailer)
     }
+    signal.end()
     return await send(request, reply, 200, context.responseHeader, context.responseTrailer, output)
   }
 
