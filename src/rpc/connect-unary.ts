@@ -23,16 +23,15 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { DescMethod, DescService } from '@bufbuild/protobuf'
 import {
-  Code, ConnectError, createServiceImplSpec,
+  createServiceImplSpec,
   type ConnectRouter, type ConnectRouterOptions, type ContextValues, type HandlerContext, type MethodImplSpec, type ServiceImpl, type ServiceImplSpec
 } from '@connectrpc/connect'
 import { compressionNegotiate, createMethodSerializationLookup, invokeUnaryImplementation, validateUniversalHandlerOptions } from '@connectrpc/connect/protocol'
-import {
-  codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes, parseContentType, trailerMux
-} from '@connectrpc/connect/protocol-connect'
+import { contentTypeUnaryJson, contentTypeUnaryProto, parseContentType, trailerMux } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { CallHeaders } from './call-headers.js'
 import { callSignals, type CallSignals } from './call-signals.js'
+import { connectErrorOf, connectErrorReply } from './errors.js'
 import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
 
 /** A service and its implementation, for the Connect router and for the routes here. */
@@ -156,10 +155,11 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
 
   /** A failed call as Connect answers it: the error's status, its metadata as headers, the error JSON. */
   async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, header: Headers = new CallHeaders(), trailer: Headers = new CallHeaders()): Promise<FastifyReply> {
-    const failure = reason instanceof ConnectError ? reason : new ConnectError('internal error', Code.Internal, undefined, undefined, reason)
+    const failure = connectErrorOf(reason)
     header.set('content-type', contentTypeUnaryJson)
     failure.metadata.forEach((value, name) => { header.set(name, value) })
-    return await send(request, reply, codeToHttpStatus(failure.code), header, trailer, errorToJsonBytes(failure, opt.jsonOptions))
+    const { status, body } = connectErrorReply(failure, opt.jsonOptions)
+    return await send(request, reply, status, header, trailer, body)
   }
 
   async function call (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {

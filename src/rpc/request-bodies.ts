@@ -17,10 +17,11 @@
 import { promisify } from 'node:util'
 import { brotliDecompress, gunzip } from 'node:zlib'
 import { fromBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf'
-import { Code, ConnectError } from '@connectrpc/connect'
+import type { ConnectError } from '@connectrpc/connect'
 import type { UniversalHandler } from '@connectrpc/connect/protocol'
 import type { FastifyInstance } from 'fastify'
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import { rpcRefusal } from './errors.js'
 
 const CONNECT_UNARY = /^application\/(proto|json)\s*(;|$)/i
 const ENVELOPED = /^application\/grpc(-web)?(\+(proto|json))?\s*(;|$)/i
@@ -133,7 +134,7 @@ function checkedBody (raw: IncomingMessage, input: DescMessage, body: Body, read
 
 /** A body past the gateway's size limit, in Connect's words. */
 export function readLimitError (size: number | undefined, readMaxBytes: number): ConnectError {
-  return new ConnectError(`message size ${size ?? '(unknown)'} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted)
+  return rpcRefusal('body_too_large', `message size ${size ?? '(unknown)'} is larger than configured readMaxBytes ${readMaxBytes}`)
 }
 
 /** A binary message of the method; bytes that do not decode are `invalid_argument`. */
@@ -141,13 +142,13 @@ export function decodeBinaryMessage<Desc extends DescMessage> (bytes: Uint8Array
   try {
     return fromBinary(input, bytes)
   } catch (error) {
-    throw new ConnectError(`cannot decode message ${input.typeName} from binary: ${error instanceof Error ? error.message : String(error)}`, Code.InvalidArgument)
+    throw rpcRefusal('malformed_body', `cannot decode message ${input.typeName} from binary: ${error instanceof Error ? error.message : String(error)}`)
   }
 }
 
 async function decompressed (bytes: Buffer, input: DescMessage, compression: Compression | undefined, readMaxBytes: number): Promise<Buffer> {
   if (compression === undefined) {
-    throw new ConnectError(`message ${input.typeName} is flagged compressed, but the request names no grpc-encoding`, Code.InvalidArgument)
+    throw rpcRefusal('malformed_body', `message ${input.typeName} is flagged compressed, but the request names no grpc-encoding`)
   }
   // Connect takes empty compressed bytes for an empty message, without decompressing them.
   if (bytes.length === 0) return bytes
@@ -167,10 +168,10 @@ function isBadData (code: unknown): boolean {
 function decompressionError (error: unknown, input: DescMessage, compression: Compression, readMaxBytes: number): unknown {
   const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined
   if (code === 'ERR_BUFFER_TOO_LARGE') {
-    return new ConnectError(`message ${input.typeName} is larger than configured readMaxBytes ${readMaxBytes} after decompression`, Code.ResourceExhausted)
+    return rpcRefusal('body_too_large', `message ${input.typeName} is larger than configured readMaxBytes ${readMaxBytes} after decompression`)
   }
   if (isBadData(code)) {
-    return new ConnectError(`cannot decompress message ${input.typeName} with ${compression.name}: ${(error as Error).message}`, Code.InvalidArgument)
+    return rpcRefusal('malformed_body', `cannot decompress message ${input.typeName} with ${compression.name}: ${(error as Error).message}`)
   }
   return error
 }
