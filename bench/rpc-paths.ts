@@ -9,7 +9,9 @@
 // Every scenario is measured once per round for every target, targets in a rotated order each round
 // (the machine drifts by tens of percent over minutes); each figure is the median round, each ratio
 // the median of same-round ratios. CPU per request is the service process's user + system time over
-// the measured run, divided by the requests answered. BENCH_ROUNDS (3), BENCH_SECONDS (5).
+// the measured run, divided by the requests answered: on a machine other work keeps busy it moves
+// less than throughput does. BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_SCENARIOS (a subset of
+// me,rest,json,binary; default all).
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { create, toBinary } from '@bufbuild/protobuf'
@@ -92,7 +94,12 @@ async function measure (pid: number | undefined, options: autocannon.Options): P
 }
 
 type Scenario = 'GET /api/auth/me' | 'GET /api/rooms/:roomId' | 'RPC GetRoom JSON' | 'RPC GetRoom binary'
-const SCENARIOS: Scenario[] = ['GET /api/auth/me', 'GET /api/rooms/:roomId', 'RPC GetRoom JSON', 'RPC GetRoom binary']
+const SCENARIO_KEYS: Record<string, Scenario> = { me: 'GET /api/auth/me', rest: 'GET /api/rooms/:roomId', json: 'RPC GetRoom JSON', binary: 'RPC GetRoom binary' }
+const SCENARIOS: Scenario[] = (process.env.BENCH_SCENARIOS ?? 'me,rest,json,binary').split(',').map((key) => {
+  const scenario = SCENARIO_KEYS[key.trim()]
+  if (scenario === undefined) throw new Error(`BENCH_SCENARIOS: unknown scenario "${key}" (me, rest, json, binary)`)
+  return scenario
+})
 
 function request (s: Served, scenario: Scenario): autocannon.Options {
   const getRoom = `${s.target.url}/rpc/app.rooms.v1.RoomsService/GetRoom`
@@ -130,8 +137,6 @@ function median (values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? NaN
 }
 const roundsOf = (key: string): Measurement[] => results.get(key) ?? []
-/** The median over rounds of a/b; the baseline was measured once per target per round, as often as /me. */
-const ratio = (a: string, b: string): number => median(roundsOf(a).map((m, i) => m.rps / (roundsOf(b)[i]?.rps ?? NaN)))
 const typical = (key: string): Measurement => {
   const all = roundsOf(key)
   const rps = median(all.map((m) => m.rps))
@@ -141,7 +146,7 @@ const typical = (key: string): Measurement => {
 const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : '—'
 console.log(`\nnode ${process.version}; database: ${process.env.DATABASE_URL === undefined ? 'PGlite (embedded), one per target' : 'Postgres, one database per target'}; cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}; ${rounds} rounds of ${duration} s per scenario, ${connections} connections (median round shown)`)
 const raws = served.flatMap((s) => roundsOf(`${s.label}|${RAW}`))
-console.log(`${RAW.padEnd(44)} ${fixed(median(raws.map((m) => m.rps)), 0).padStart(8)} req/s   CPU ${fixed(median(raws.map((m) => m.cpuUsPerRequest)), 1).padStart(6)} µs/req`)
+if (raws.length > 0) console.log(`${RAW.padEnd(44)} ${fixed(median(raws.map((m) => m.rps)), 0).padStart(8)} req/s   CPU ${fixed(median(raws.map((m) => m.cpuUsPerRequest)), 1).padStart(6)} µs/req`)
 for (const s of served) {
   for (const scenario of SCENARIOS) {
     const m = typical(`${s.label}|${scenario}`)
@@ -150,16 +155,24 @@ for (const s of served) {
   }
 }
 console.log('\nratios (median of same-round ratios; per round in brackets)')
-const perRound = (a: Measurement[], b: Measurement[]): string => a.map((m, i) => fixed(m.rps / (b[i]?.rps ?? NaN))).join(', ')
+const perRound = (a: Measurement[], b: Measurement[], of: (m: Measurement) => number = (m) => m.rps): string => a.map((m, i) => fixed(of(m) / (b[i] === undefined ? NaN : of(b[i])))).join(', ')
+const medianRatio = (a: Measurement[], b: Measurement[], of: (m: Measurement) => number): number => median(a.map((m, i) => of(m) / (b[i] === undefined ? NaN : of(b[i]))))
+const rps = (m: Measurement): number => m.rps
+const cpu = (m: Measurement): number => m.cpuUsPerRequest
 const first = served[0]!
 for (const s of served) {
-  const me = roundsOf(`${s.label}|GET /api/auth/me`)
-  const raw = roundsOf(`${s.label}|${RAW}`)
-  console.log(`${s.label}: /me / raw node:http             ${fixed(median(me.map((m, i) => m.rps / (raw[i]?.rps ?? NaN))))}× [${perRound(me, raw)}]`)
+  const line = (what: string, a: Measurement[], b: Measurement[], of: (m: Measurement) => number): void => {
+    if (a.length > 0 && b.length > 0) console.log(`${`${s.label}: ${what}`.padEnd(64)} ${fixed(medianRatio(a, b, of))}× [${perRound(a, b, of)}]`)
+  }
+  line('/me / raw node:http, req/s', roundsOf(`${s.label}|GET /api/auth/me`), roundsOf(`${s.label}|${RAW}`), rps)
   for (const kind of ['JSON', 'binary'] as const) {
-    const rpc = `${s.label}|RPC GetRoom ${kind}`
-    const rest = `${s.label}|GET /api/rooms/:roomId`
-    console.log(`${s.label}: RPC GetRoom ${kind.padEnd(6)} / REST GetRoom  ${fixed(ratio(rpc, rest))}× [${perRound(roundsOf(rpc), roundsOf(rest))}]`)
-    if (s !== first) console.log(`${s.label}: RPC GetRoom ${kind.padEnd(6)} / ${first.label}'s   ${fixed(ratio(rpc, `${first.label}|RPC GetRoom ${kind}`))}× [${perRound(roundsOf(rpc), roundsOf(`${first.label}|RPC GetRoom ${kind}`))}]`)
+    const rpc = roundsOf(`${s.label}|RPC GetRoom ${kind}`)
+    line(`RPC GetRoom ${kind} / REST GetRoom, req/s`, rpc, roundsOf(`${s.label}|GET /api/rooms/:roomId`), rps)
+    line(`RPC GetRoom ${kind} / REST GetRoom, CPU per request`, rpc, roundsOf(`${s.label}|GET /api/rooms/:roomId`), cpu)
+    if (s !== first) {
+      const theirs = roundsOf(`${first.label}|RPC GetRoom ${kind}`)
+      line(`RPC GetRoom ${kind} / ${first.label}'s, req/s`, rpc, theirs, rps)
+      line(`RPC GetRoom ${kind} / ${first.label}'s, CPU per request`, rpc, theirs, cpu)
+    }
   }
 }
