@@ -102,11 +102,10 @@ export interface ServeOptions {
 /** Serves the services in `app` (the gateway's scope): each unary method's plain route, unless
  *  switched off, and connect-fastify's routes for every call the plain routes leave (README.md). */
 export async function serveRpcServices (app: FastifyInstance, services: readonly ServiceRoute[], options: ServeOptions): Promise<void> {
-  const bodyChecks = checkRequestBodies(app, RPC_READ_MAX_BYTES)
   const routes = (router: ConnectRouter): void => {
     for (const service of services) service.register(router)
-    // Every method the router serves, and only those, has its request bodies checked.
-    bodyChecks.serve(router.handlers)
+    // Every method the router serves has its request bodies checked.
+    checkRequestBodies(router.handlers, RPC_READ_MAX_BYTES)
   }
 
   // Calls in flight when the server closes get a grace period to finish, then are aborted. This is
