@@ -2,24 +2,24 @@
 // body not compressed, no Connect-Timeout-Ms: what Connect clients send for nearly every call — are
 // answered by one Fastify route per method. Every other request to the same path (gRPC, gRPC-Web,
 // GET, a compressed body, a deadline, a content type Connect refuses) goes on to connect-fastify: a
-// route constraint decides, before the body is read.
+// route constraint decides, before the body is read. RPC_PLAIN_UNARY=false leaves every call to
+// connect-fastify (README.md: when to turn it off).
 //
 // Why: connect-fastify's way through a call (its Node bridge, then Connect's protocol handler) costs
-// about four times the CPU of a Fastify route on our machines — per call it builds WHATWG Headers, a
-// URL, async iterables for the body, and three AbortControllers, two of them aborted with a
-// DOMException whose stack trace is captured (bench/: bare Connect ≈ 0.25× bare Fastify), while the
-// spec asks RPC for ≥ 0.8× the REST throughput. Only the transport glue is ours: the content types,
-// the serialization, the compression negotiation, the interceptors and the call of the
-// implementation, the error JSON and the HTTP status of each code are Connect's own functions, with
-// the same options as the connect-fastify routes. Some of them (invokeUnaryImplementation, the
-// serialization lookup) are exported for adapters but marked internal, outside semver: the lockfile
-// pins Connect, and test/rpc-connect-unary.test.ts, which sends the same calls down both ways and
-// compares the answers, is what tells whether an upgrade changed them.
+// several times the CPU of a Fastify route — per call it builds a URL, async iterables for the body,
+// and three AbortControllers, two of them aborted with a DOMException whose stack trace is captured —
+// and the spec asks RPC for most of the REST throughput (bench/rpc-paths.ts measures both paths).
+// Only the transport glue is ours: the content types, the serialization, the compression
+// negotiation, the interceptors and the call of the implementation, the error JSON and the HTTP
+// status of each code are Connect's own functions, with the same options as the connect-fastify
+// routes. Some of them (invokeUnaryImplementation, the serialization lookup) are exported for
+// adapters but marked internal, outside semver: the lockfile pins Connect, and
+// test/rpc-unary-equivalence.test.ts, which sends every unary method down both ways and compares the
+// answers, is what tells whether an upgrade changed them.
 //
-// The HandlerContext is built here by hand, with two differences from Connect's. Its signal is
-// call-signals.ts's: aborted when the client goes away and when the shutdown grace ends, as Connect's,
-// but not after a call that ended normally. Its headers are CallHeaders (call-headers.ts), which
-// skip undici's second check of what Node already checked.
+// The HandlerContext is built here by hand, as Connect's createHandlerContext would, with one
+// difference: its signal (call-signals.ts) aborts when the client goes away and when the shutdown
+// grace ends, as Connect's does, but not after a call that ended normally.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { DescMethod, DescService } from '@bufbuild/protobuf'
 import {
@@ -29,7 +29,6 @@ import {
 import { compressionNegotiate, createMethodSerializationLookup, invokeUnaryImplementation, validateUniversalHandlerOptions } from '@connectrpc/connect/protocol'
 import { contentTypeUnaryJson, contentTypeUnaryProto, parseContentType, trailerMux } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { CallHeaders } from './call-headers.js'
 import { callSignals, type CallSignals } from './call-signals.js'
 import { connectErrorOf, connectErrorReply } from './errors.js'
 import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
@@ -133,9 +132,9 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       url: `${request.protocol}://${request.host}${request.url}`,
       signal,
       timeoutMs: () => undefined,
-      requestHeader: CallHeaders.fromNode(request.headers),
-      responseHeader: new CallHeaders({ 'content-type': binary ? contentTypeUnaryProto : contentTypeUnaryJson }),
-      responseTrailer: new CallHeaders(),
+      requestHeader: requestHeadersOf(request.headers),
+      responseHeader: new Headers({ 'content-type': binary ? contentTypeUnaryProto : contentTypeUnaryJson }),
+      responseTrailer: new Headers(),
       values: contextValues(request)
     }
   }
@@ -154,7 +153,7 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
   }
 
   /** A failed call as Connect answers it: the error's status, its metadata as headers, the error JSON. */
-  async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, header: Headers = new CallHeaders(), trailer: Headers = new CallHeaders()): Promise<FastifyReply> {
+  async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, header: Headers = new Headers(), trailer: Headers = new Headers()): Promise<FastifyReply> {
     const failure = connectErrorOf(reason)
     header.set('content-type', contentTypeUnaryJson)
     failure.metadata.forEach((value, name) => { header.set(name, value) })
@@ -188,6 +187,17 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
 function declaredLength (request: FastifyRequest): number | undefined {
   const length = Number(request.headers['content-length'])
   return Number.isSafeInteger(length) ? length : undefined
+}
+
+/** Node's parsed request headers as connect-node hands them to Connect: HTTP/2 pseudo-headers left out. */
+function requestHeadersOf (node: IncomingHttpHeaders): Headers {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(node)) {
+    if (name.startsWith(':') || value === undefined) continue
+    if (typeof value === 'string') headers.append(name, value)
+    else for (const one of value) headers.append(name, one)
+  }
+  return headers
 }
 
 function isEmpty (headers: Headers): boolean {
