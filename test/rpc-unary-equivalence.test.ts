@@ -64,7 +64,7 @@ const services = await generatedServices()
 const unary = services.flatMap((service) => service.methods.filter((method) => method.methodKind === 'unary'))
 const nameOf = (method: DescMethod): string => `${method.parent.typeName}/${method.name}`
 
-interface Fixtures { roomId: string, sparkId: string, officeId: string }
+interface Fixtures { userId: string, roomId: string, sparkId: string, officeId: string }
 interface Maker { room (): Promise<string>, spark (): Promise<string>, office (): Promise<string> }
 
 interface Valid {
@@ -99,7 +99,12 @@ const VALID: Record<string, Valid> = {
   'app.offices.v1.OfficesService/ListMembers': { request: ({ officeId }) => ({ officeId }) },
   'app.offices.v1.OfficesService/UpdateOffice': { request: ({ officeId }) => ({ officeId, description: 'Described' }), writes: true },
   'app.offices.v1.OfficesService/DeleteOffice': { request: async (_, make) => ({ officeId: await make.office() }), writes: true },
-  'app.offices.v1.OfficesService/InviteToOffice': { request: ({ officeId }) => ({ officeId, email: 'invited@example.test', role: 'member' }), writes: true }
+  'app.offices.v1.OfficesService/InviteToOffice': { request: ({ officeId }) => ({ officeId, email: 'invited@example.test', role: 'member' }), writes: true },
+  'app.users.v1.UsersService/GetUser': { request: ({ userId }) => ({ userId }) },
+  'app.users.v1.UsersService/GetDisplayInfo': { request: ({ userId }) => ({ userIds: [userId] }) },
+  'app.users.v1.UsersService/SearchUsers': { request: () => ({ query: 'equivalence' }) },
+  'app.users.v1.UsersService/UpdateProfile': { request: () => ({ displayName: 'Renamed person' }), writes: true },
+  'app.rtc.v1.RtcService/GetConfig': { request: () => ({}) }
 }
 
 /** Methods that end the caller's session even with an empty request: each call gets a new session. */
@@ -163,7 +168,7 @@ t.test('every unary method answers the same through the plain route and through 
       spark: async () => (await sparks.create(actor, { roomId: fixtures.roomId, title: 'Fixture', content: '', x: 0, y: 0 })).id,
       office: async () => (await offices.create(actor, { name: 'Fixture office', slug: `fixture-${Math.random().toString(36).slice(2, 12)}` })).id
     }
-    const fixtures: Fixtures = { roomId: '', sparkId: '', officeId: '' }
+    const fixtures: Fixtures = { userId: actor.userId, roomId: '', sparkId: '', officeId: '' }
     fixtures.roomId = await make.room()
     fixtures.sparkId = await make.spark()
     fixtures.officeId = await make.office()
