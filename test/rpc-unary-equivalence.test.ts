@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url'
 import { fromBinary, fromJson, toBinary, toJson, type DescMethod, type DescService, type JsonValue } from '@bufbuild/protobuf'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
-import { loadConfig } from '../src/config.js'
+import { ConfigError, loadConfig } from '../src/config.js'
 import type { Actor } from '../src/core/actor.js'
 import { openDatabase } from '../src/db/database.js'
 import { RPC_SERVICES } from '../src/rpc/index.js'
@@ -146,6 +146,18 @@ interface Case { what: string, headers: Record<string, string>, payload: string 
 async function actorOf (app: FastifyInstance, token: string): Promise<Actor> {
   return await app.core.auth.authenticate(token)
 }
+
+t.test('RPC_PLAIN_UNARY: true by default, false turns the plain route off, anything else names the variable', async (t) => {
+  t.equal(on.config.rpcPlainUnary, true)
+  t.equal(off.config.rpcPlainUnary, false)
+  let thrown: unknown
+  try {
+    loadConfig(testEnv({ RPC_PLAIN_UNARY: 'off' }))
+  } catch (error) {
+    thrown = error
+  }
+  t.ok(thrown instanceof ConfigError && thrown.variable === 'RPC_PLAIN_UNARY', String(thrown))
+})
 
 t.test('the generated services are the gateway\'s', async (t) => {
   t.same(services.map((s) => s.typeName).sort(), RPC_SERVICES.map((s) => s.typeName).sort(), 'src/gen declares exactly RPC_SERVICES (src/rpc/index.ts)')
