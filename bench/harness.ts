@@ -10,10 +10,11 @@ export interface Target { url: string, dataDir: string, child: ChildProcess, sto
 
 /**
  * The service as production runs it: compiled JavaScript from `dist/` (built here if needed), not
- * TypeScript through tsx, whose keep-names helper adds a cost to every closure created.
+ * TypeScript through tsx, whose keep-names helper adds a cost to every closure created. The
+ * checkout is this one, or BENCH_SERVICE_ROOT's (bench/rpc-paths.ts compares several checkouts).
  */
 export async function importBuilt (): Promise<{ buildApp: typeof import('../src/app.js').buildApp, loadConfig: typeof import('../src/config.js').loadConfig }> {
-  const root = join(import.meta.dirname, '..')
+  const root = process.env.BENCH_SERVICE_ROOT ?? join(import.meta.dirname, '..')
   const app = pathToFileURL(join(root, 'dist/app.js')).href
   const config = pathToFileURL(join(root, 'dist/config.js')).href
   const [{ buildApp }, { loadConfig }] = await Promise.all([import(app) as Promise<typeof import('../src/app.js')>, import(config) as Promise<typeof import('../src/config.js')>])
@@ -26,10 +27,10 @@ export const UNLIMITED_TIERS = { strict: 1e9, expensive: 1e9, upload: 1e9, canva
 
 /** Compiles `src/` into `dist/` (incremental: quick when nothing changed); every benchmark starts
  *  with it, so it also says which Node the run is on (targets run on the same binary). */
-export function buildDist (): void {
+export function buildDist (root = join(import.meta.dirname, '..')): void {
   console.log(`node ${process.version}`)
-  const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: join(import.meta.dirname, '..'), stdio: 'inherit' })
-  if (result.status !== 0) throw new Error('npm run build failed')
+  const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' })
+  if (result.status !== 0) throw new Error(`npm run build failed in ${root}`)
 }
 
 const children = new Set<ChildProcess>()

@@ -53,6 +53,9 @@ export interface Config {
   readonly computeQueue: number
   /** Where uploads are kept: DATA_DIR/uploads, or an S3-compatible bucket when S3_BUCKET is set. */
   readonly storage: StorageConfig
+  /** Plain Connect unary calls take the gateway's own routes (src/rpc/README.md); false: every call
+   *  goes through @connectrpc/connect-fastify. */
+  readonly rpcPlainUnary: boolean
 }
 
 export class ConfigError extends Error {
@@ -270,7 +273,8 @@ export function loadConfig (env: Env = process.env): Config {
     // A few tasks per thread absorb a burst; a longer queue would only make callers wait for
     // answers they may have given up on.
     computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000),
-    storage: storage(env, dataDir)
+    storage: storage(env, dataDir),
+    rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true'
   }
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {
     throw new ConfigError(config.rtcAppId === undefined ? 'RTC_APP_ID' : 'RTC_APP_CERTIFICATE', 'RTC_APP_ID and RTC_APP_CERTIFICATE must be set together')

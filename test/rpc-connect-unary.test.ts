@@ -2,7 +2,9 @@
 // are answered by the gateway's own routes (src/rpc/connect-unary.ts); every other request to the
 // same procedure by connect-fastify. Each call here is sent twice, once plain and once with a
 // Connect-Timeout-Ms header (a deadline of ten minutes, which changes nothing for these calls but
-// sends them to connect-fastify): both must answer the same status, headers and body.
+// sends them to connect-fastify): both must answer the same status, headers and body. Here: which
+// route takes which request, and replies that need a set-up (gzip, CORS, a rate limit reached);
+// rpc-unary-equivalence.test.ts sends every unary method both ways.
 import t, { type Test } from 'tap'
 import { gunzipSync } from 'node:zlib'
 import { create, toBinary } from '@bufbuild/protobuf'

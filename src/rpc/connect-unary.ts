@@ -2,37 +2,35 @@
 // body not compressed, no Connect-Timeout-Ms: what Connect clients send for nearly every call — are
 // answered by one Fastify route per method. Every other request to the same path (gRPC, gRPC-Web,
 // GET, a compressed body, a deadline, a content type Connect refuses) goes on to connect-fastify: a
-// route constraint decides, before the body is read.
+// route constraint decides, before the body is read. RPC_PLAIN_UNARY=false leaves every call to
+// connect-fastify (README.md: when to turn it off).
 //
 // Why: connect-fastify's way through a call (its Node bridge, then Connect's protocol handler) costs
-// about four times the CPU of a Fastify route on our machines — per call it builds WHATWG Headers, a
-// URL, async iterables for the body, and three AbortControllers, two of them aborted with a
-// DOMException whose stack trace is captured (bench/: bare Connect ≈ 0.25× bare Fastify), while the
-// spec asks RPC for ≥ 0.8× the REST throughput. Only the transport glue is ours: the content types,
-// the serialization, the compression negotiation, the interceptors and the call of the
-// implementation, the error JSON and the HTTP status of each code are Connect's own functions, with
-// the same options as the connect-fastify routes. Some of them (invokeUnaryImplementation, the
-// serialization lookup) are exported for adapters but marked internal, outside semver: the lockfile
-// pins Connect, and test/rpc-connect-unary.test.ts, which sends the same calls down both ways and
-// compares the answers, is what tells whether an upgrade changed them.
+// several times the CPU of a Fastify route — per call it builds a URL, async iterables for the body,
+// and three AbortControllers, two of them aborted with a DOMException whose stack trace is captured —
+// and the spec asks RPC for most of the REST throughput (bench/rpc-paths.ts measures both paths).
+// Only the transport glue is ours: the content types, the serialization, the compression
+// negotiation, the interceptors and the call of the implementation, the error JSON and the HTTP
+// status of each code are Connect's own functions, with the same options as the connect-fastify
+// routes. Some of them (invokeUnaryImplementation, the serialization lookup) are exported for
+// adapters but marked internal, outside semver: the lockfile pins Connect, and
+// test/rpc-unary-equivalence.test.ts, which sends every unary method down both ways and compares the
+// answers, is what tells whether an upgrade changed them.
 //
-// Two differences, both in the HandlerContext, built here by hand. Its signal is never aborted
-// (Connect's createHandlerContext links a new one to the client's connection and to the shutdown
-// signal, 20 µs a call on our machines, and aborts it when the call ends): no implementation in this
-// service watches the signal, and Fastify's close() waits for these calls to finish. Its headers are
-// CallHeaders (call-headers.ts), which skip undici's second check of what Node already checked.
+// The HandlerContext is built here by hand, as Connect's createHandlerContext would, with one
+// difference: its signal (call-signals.ts) aborts when the client goes away and when the shutdown
+// grace ends, as Connect's does, but not after a call that ended normally.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { DescMethod, DescService } from '@bufbuild/protobuf'
 import {
-  Code, ConnectError, createServiceImplSpec,
+  createServiceImplSpec,
   type ConnectRouter, type ConnectRouterOptions, type ContextValues, type HandlerContext, type MethodImplSpec, type ServiceImpl, type ServiceImplSpec
 } from '@connectrpc/connect'
 import { compressionNegotiate, createMethodSerializationLookup, invokeUnaryImplementation, validateUniversalHandlerOptions } from '@connectrpc/connect/protocol'
-import {
-  codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes, parseContentType, trailerMux
-} from '@connectrpc/connect/protocol-connect'
+import { contentTypeUnaryJson, contentTypeUnaryProto, parseContentType, trailerMux } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { CallHeaders } from './call-headers.js'
+import { callSignals, type CallSignals } from './call-signals.js'
+import { connectErrorOf, connectErrorReply } from './errors.js'
 import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
 
 /** A service and its implementation, for the Connect router and for the routes here. */
@@ -53,9 +51,6 @@ export interface ConnectUnaryOptions {
 }
 
 const EMPTY = new Uint8Array(0)
-
-/** The signal of every call here (see the top of this file). */
-const NEVER_ABORTED = new AbortController().signal
 
 /** The route constraint: `plain` for a request this module answers, `other` for connect-fastify's. */
 const CONSTRAINT = 'connectUnary'
@@ -98,6 +93,7 @@ function addConstraint (app: FastifyInstance): void {
 export async function connectUnaryRoutes (app: FastifyInstance, options: ConnectUnaryOptions): Promise<void> {
   addConstraint(app)
   const opt = validateUniversalHandlerOptions(options.connect)
+  const signals = callSignals(opt.shutdownSignal)
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers()
     scope.addContentTypeParser([contentTypeUnaryJson, contentTypeUnaryProto], { parseAs: 'buffer', bodyLimit: opt.readMaxBytes }, (_request, body, done) => { done(null, body) })
@@ -106,7 +102,7 @@ export async function connectUnaryRoutes (app: FastifyInstance, options: Connect
       for (const method of service.methods) {
         const spec = methods[method.localName]
         if (spec?.kind !== 'unary') continue
-        const answer = unaryCall(spec, method, opt, options.contextValues)
+        const answer = unaryCall(spec, method, opt, signals, options.contextValues)
         scope.post(`/${service.typeName}/${method.name}`, {
           constraints: { [CONSTRAINT]: PLAIN },
           config: { connectUnary: true },
@@ -123,10 +119,10 @@ export async function connectUnaryRoutes (app: FastifyInstance, options: Connect
 
 type HandlerOptions = ReturnType<typeof validateUniversalHandlerOptions>
 
-function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod, opt: HandlerOptions, contextValues: ConnectUnaryOptions['contextValues']) {
+function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod, opt: HandlerOptions, signals: CallSignals, contextValues: ConnectUnaryOptions['contextValues']) {
   const serialization = createMethodSerializationLookup(method, opt.binaryOptions, opt.jsonOptions, opt)
 
-  function contextOf (request: FastifyRequest, binary: boolean): HandlerContext {
+  function contextOf (request: FastifyRequest, binary: boolean, signal: AbortSignal): HandlerContext {
     return {
       service: method.parent,
       method,
@@ -134,11 +130,11 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       requestMethod: 'POST',
       // A plain property: Connect copies the context with Object.assign, which is slow past a getter.
       url: `${request.protocol}://${request.host}${request.url}`,
-      signal: NEVER_ABORTED,
+      signal,
       timeoutMs: () => undefined,
-      requestHeader: CallHeaders.fromNode(request.headers),
-      responseHeader: new CallHeaders({ 'content-type': binary ? contentTypeUnaryProto : contentTypeUnaryJson }),
-      responseTrailer: new CallHeaders(),
+      requestHeader: requestHeadersOf(request.headers),
+      responseHeader: new Headers({ 'content-type': binary ? contentTypeUnaryProto : contentTypeUnaryJson }),
+      responseTrailer: new Headers(),
       values: contextValues(request)
     }
   }
@@ -157,16 +153,18 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
   }
 
   /** A failed call as Connect answers it: the error's status, its metadata as headers, the error JSON. */
-  async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, context = contextOf(request, false)): Promise<FastifyReply> {
-    const failure = reason instanceof ConnectError ? reason : new ConnectError('internal error', Code.Internal, undefined, undefined, reason)
-    context.responseHeader.set('content-type', contentTypeUnaryJson)
-    failure.metadata.forEach((value, name) => { context.responseHeader.set(name, value) })
-    return await send(request, reply, codeToHttpStatus(failure.code), context.responseHeader, context.responseTrailer, errorToJsonBytes(failure, opt.jsonOptions))
+  async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, header: Headers = new Headers(), trailer: Headers = new Headers()): Promise<FastifyReply> {
+    const failure = connectErrorOf(reason)
+    header.set('content-type', contentTypeUnaryJson)
+    failure.metadata.forEach((value, name) => { header.set(name, value) })
+    const { status, body } = connectErrorReply(failure, opt.jsonOptions)
+    return await send(request, reply, status, header, trailer, body)
   }
 
   async function call (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const binary = parseContentType(request.headers['content-type'] ?? null)?.binary === true
-    const context = contextOf(request, binary)
+    const signal = signals.open(reply.raw)
+    const context = contextOf(request, binary, signal.signal)
     let output: Uint8Array
     try {
       // No body at all (no Content-Length, not chunked) is an empty one, as for Connect.
@@ -175,8 +173,10 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       const input = binary ? decodeBinaryMessage(bytes, method.input) : serialization.getI(false).parse(bytes)
       output = serialization.getO(binary).serialize(await invokeUnaryImplementation(spec, context, input, opt.interceptors))
     } catch (reason) {
-      return await error(request, reply, reason, context)
+      signal.end()
+      return await error(request, reply, reason, context.responseHeader, context.responseTrailer)
     }
+    signal.end()
     return await send(request, reply, 200, context.responseHeader, context.responseTrailer, output)
   }
 
@@ -187,6 +187,17 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
 function declaredLength (request: FastifyRequest): number | undefined {
   const length = Number(request.headers['content-length'])
   return Number.isSafeInteger(length) ? length : undefined
+}
+
+/** Node's parsed request headers as connect-node hands them to Connect: HTTP/2 pseudo-headers left out. */
+function requestHeadersOf (node: IncomingHttpHeaders): Headers {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(node)) {
+    if (name.startsWith(':') || value === undefined) continue
+    if (typeof value === 'string') headers.append(name, value)
+    else for (const one of value) headers.append(name, one)
+  }
+  return headers
 }
 
 function isEmpty (headers: Headers): boolean {

@@ -1,14 +1,28 @@
-// AppError → ConnectError (SPEC Errors, RPC): one table. Validation failures carry a typed
-// google.rpc.BadRequest detail; anything unexpected is masked as INTERNAL.
+// Every RPC error reply comes from the mapping here, in Connect's two steps: what went wrong → a
+// Connect code (one table: the core's AppError kinds and the gateway's own refusals), then the code →
+// the HTTP status of a Connect-protocol reply (the protocol's own table, Connect's codeToHttpStatus;
+// gRPC and gRPC-Web carry the code itself). Refusals Fastify makes under /rpc before Connect sees the
+// call keep Fastify's status (a Connect client reads a 404 as `unimplemented`) and take their code
+// from the same table. Validation failures carry a typed google.rpc.BadRequest detail; anything
+// unexpected is masked as INTERNAL.
 import { create } from '@bufbuild/protobuf'
-import type { JsonValue } from '@bufbuild/protobuf'
+import type { JsonValue, JsonWriteOptions } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
-import { errorToJson } from '@connectrpc/connect/protocol-connect'
+import { codeToHttpStatus, errorToJson, errorToJsonBytes } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { AppError, type ErrorKind } from '../core/errors.js'
 import { BadRequestSchema } from '../gen/google/rpc/error_details_pb.js'
 
-const CODE: Record<ErrorKind, Code> = {
+/** What the gateway refuses by itself, before or beside any operation. */
+export type RpcRefusal =
+  | 'malformed_body' // a body that is no message of its method, or does not decompress
+  | 'body_too_large' // past the read limit, before or after decompression
+  | 'no_procedure' // a path under /rpc that names no method
+  | 'unsupported_media_type' // a content type no RPC protocol reads
+  | 'bad_request' // any other request Fastify refuses
+  | 'internal'
+
+const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   validation: Code.InvalidArgument,
   invalid_token: Code.InvalidArgument,
   unauthenticated: Code.Unauthenticated,
@@ -22,9 +36,28 @@ const CODE: Record<ErrorKind, Code> = {
   rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   // Not UNAVAILABLE, which clients retry: the deployment must change first.
-  not_configured: Code.FailedPrecondition
+  not_configured: Code.FailedPrecondition,
+  malformed_body: Code.InvalidArgument,
+  body_too_large: Code.ResourceExhausted,
+  no_procedure: Code.Unimplemented,
+  unsupported_media_type: Code.InvalidArgument,
+  bad_request: Code.InvalidArgument,
+  internal: Code.Internal
 }
 
+/** The refusal a client error status Fastify raises under /rpc stands for (others: bad_request). */
+const REFUSAL_OF_STATUS = new Map<number, RpcRefusal>([[413, 'body_too_large'], [415, 'unsupported_media_type']])
+
+/** The HTTP status of a Connect-protocol error reply with this code. */
+export function httpStatusOf (code: Code): number {
+  return codeToHttpStatus(code)
+}
+
+export function rpcRefusal (reason: RpcRefusal, message: string): ConnectError {
+  return new ConnectError(message, CODE[reason])
+}
+
+/** An error leaving a handler: AppError by the table, ConnectError as it is, anything else masked. */
 export function toConnectError (error: unknown, logError: (error: unknown) => void): ConnectError {
   if (error instanceof ConnectError) return error
   if (error instanceof AppError) {
@@ -36,32 +69,48 @@ export function toConnectError (error: unknown, logError: (error: unknown) => vo
     return new ConnectError(error.message, CODE[error.kind], metadata, details)
   }
   logError(error)
-  return new ConnectError('Internal error', Code.Internal)
+  return rpcRefusal('internal', 'Internal error')
+}
+
+/** An error raised outside the handler (decoding the request, encoding the reply), as Connect's own
+ *  handler words it: a ConnectError as it is, anything else `internal error`. */
+export function connectErrorOf (reason: unknown): ConnectError {
+  return reason instanceof ConnectError ? reason : new ConnectError('internal error', CODE.internal, undefined, undefined, reason)
+}
+
+/** A Connect-protocol error reply: the code's status (or Fastify's own, for its refusals) and the error JSON. */
+export function connectErrorReply (error: ConnectError, jsonOptions?: Partial<JsonWriteOptions>, status = httpStatusOf(error.code)): { status: number, body: Uint8Array } {
+  return { status, body: errorToJsonBytes(error, jsonOptions) }
 }
 
 /** An error as the Connect protocol's JSON body `{code, message}`, for replies made under /rpc before
- *  Connect sees the call (unknown procedure, unparsable path, a body Fastify refuses). */
+ *  Connect sees the call (src/http/framework-errors.ts). */
 export function connectErrorJson (code: Code, message: string): JsonValue {
   return errorToJson(new ConnectError(message, code), undefined)
 }
 
 /** Replies Fastify makes under /rpc before Connect sees the call, as Connect errors: an unknown
  *  procedure is 404 `unimplemented` (what a Connect client makes of a 404), a content type with no
- *  parser (415) or a body past the limit (413) keeps its status with a matching code. */
+ *  parser (415) or a body past the limit (413) keeps its status with the code of its refusal. */
 export function installRpcErrorReplies (app: FastifyInstance): void {
   app.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0] ?? ''
-    return await reply.code(404).send(connectErrorJson(Code.Unimplemented, `No procedure ${request.method} ${path}`))
+    return await reply.code(404).send(refusalJson('no_procedure', `No procedure ${request.method} ${path}`))
   })
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500
     if (status >= 400 && status < 500) {
+      const refusal = REFUSAL_OF_STATUS.get(status) ?? 'bad_request'
       const message = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
         ? `Content-Type ${request.headers['content-type'] ?? '(none)'} is not served here: use application/json or application/proto (or gRPC, gRPC-Web).`
         : error.message
-      return await reply.code(status).send(connectErrorJson(status === 413 ? Code.ResourceExhausted : Code.InvalidArgument, message))
+      return await reply.code(status).send(refusalJson(refusal, message))
     }
     request.log.error({ err: error }, 'unhandled error')
-    return await reply.code(500).send(connectErrorJson(Code.Internal, 'Internal error'))
+    return await reply.code(500).send(refusalJson('internal', 'Internal error'))
   })
+}
+
+function refusalJson (reason: RpcRefusal, message: string): JsonValue {
+  return errorToJson(rpcRefusal(reason, message), undefined)
 }

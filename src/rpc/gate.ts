@@ -3,13 +3,12 @@
 // own protocol, since no Connect handler has run yet: gRPC and gRPC-Web as a trailers-only reply
 // (grpc-status and grpc-message in the headers, no body), the Connect protocol as its error JSON
 // with the HTTP status of the code.
-import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { bearerTokenOf, installAdmission } from '../http/admission.js'
 import type { AppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import type { Limiter } from '../ratelimit/limiter.js'
-import { toConnectError } from './errors.js'
+import { connectErrorReply, toConnectError } from './errors.js'
 
 const GRPC = /^application\/grpc(-web)?([+;]|$)/i
 
@@ -32,7 +31,8 @@ async function refuse (request: FastifyRequest, reply: FastifyReply, refusal: Ap
       .header('grpc-message', encodeURIComponent(error.rawMessage))
       .send()
   }
-  return await reply.code(codeToHttpStatus(error.code)).type('application/json').send(Buffer.from(errorToJsonBytes(error, {})))
+  const { status, body } = connectErrorReply(error)
+  return await reply.code(status).type('application/json').send(Buffer.from(body))
 }
 
 export function installRpcGate (app: FastifyInstance, core: Core, limiter: Limiter | undefined): void {

@@ -53,7 +53,7 @@ export interface RpcOptions {
   limiter?: Limiter | undefined
 }
 
-export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOptions): Promise<void> {
+export async function rpcGateway (app: FastifyInstance, { core, config, limiter }: RpcOptions): Promise<void> {
   await app.register(cors, {
     origin: '*',
     credentials: false,
@@ -67,7 +67,6 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
   installRpcGate(app, core, limiter)
   clampDeadlines(app)
   encodeProtobufStringsWithBuffer()
-  const bodyChecks = checkRequestBodies(app, RPC_READ_MAX_BYTES)
 
   const services: ServiceRoute[] = [
     serviceRoute(AuthService, authService(core)),
@@ -81,24 +80,46 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     serviceRoute(UsersService, usersService(core)),
     serviceRoute(ShelvesService, {})
   ]
+
+  await serveRpcServices(app, services, {
+    plainUnary: config.rpcPlainUnary,
+    logError: (error) => { app.log.error({ err: error }, 'unhandled RPC error') },
+    // The caller the gate resolved from the Bearer token.
+    contextValues: (request) => createContextValues().set(actorKey, request.actor)
+  })
+}
+
+export interface ServeOptions {
+  /** Plain Connect unary calls take the routes of connect-unary.ts (config RPC_PLAIN_UNARY). */
+  plainUnary: boolean
+  /** Where an error no table knows is reported before it is masked as `internal`. */
+  logError: (error: unknown) => void
+  contextValues: (request: FastifyRequest) => ContextValues
+  /** How long calls in flight may run on once the server begins to close; tests shorten it. */
+  shutdownGraceMs?: number
+}
+
+/** Serves the services in `app` (the gateway's scope): each unary method's plain route, unless
+ *  switched off, and connect-fastify's routes for every call the plain routes leave (README.md). */
+export async function serveRpcServices (app: FastifyInstance, services: readonly ServiceRoute[], options: ServeOptions): Promise<void> {
   const routes = (router: ConnectRouter): void => {
     for (const service of services) service.register(router)
-    // Every method the router serves, and only those, has its request bodies checked.
-    bodyChecks.serve(router.handlers)
+    // Every method the router serves has its request bodies checked.
+    checkRequestBodies(router.handlers, RPC_READ_MAX_BYTES)
   }
 
-  // Calls in flight when the server closes get 5 s to finish, then are aborted. This is
+  // Calls in flight when the server closes get a grace period to finish, then are aborted. This is
   // connect-fastify's `shutdownTimeoutMs` done here, so that the one signal every call in flight
   // listens on is ours: its listener limit is lifted (past 10 concurrent calls Node would log a
   // "possible memory leak" warning, though each call removes its listener when it ends).
   const shutdown = new AbortController()
   setMaxListeners(0, shutdown.signal)
   app.addHook('preClose', async () => {
-    setTimeout(() => { shutdown.abort(new ConnectError('the server is shutting down', Code.Unavailable)) }, SHUTDOWN_GRACE_MS).unref()
+    setTimeout(() => { shutdown.abort(new ConnectError('the server is shutting down', Code.Unavailable)) }, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS).unref()
   })
 
   const connect: ConnectRouterOptions = {
-    interceptors: [errorInterceptor((error) => { app.log.error({ err: error }, 'unhandled RPC error') })],
+    interceptors: [errorInterceptor(options.logError)],
     // SPEC: false booleans and zero numbers are still present in JSON replies.
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: RPC_READ_MAX_BYTES,
@@ -106,10 +127,9 @@ export async function rpcGateway (app: FastifyInstance, { core, limiter }: RpcOp
     acceptCompression: [compressionGzip, compressionBrotli],
     shutdownSignal: shutdown.signal
   }
-  // The caller the gate resolved from the Bearer token.
-  const contextValues = (request: FastifyRequest): ContextValues => createContextValues().set(actorKey, request.actor)
+  const { contextValues } = options
 
   // Plain Connect unary calls take the routes of connect-unary.ts; the rest goes to connect-fastify.
-  await connectUnaryRoutes(app, { services, connect, contextValues })
+  if (options.plainUnary) await connectUnaryRoutes(app, { services, connect, contextValues })
   await app.register(fastifyConnectPlugin, { ...connect, routes, contextValues })
 }

@@ -3,24 +3,23 @@
 // compressed body that does not decompress (not brotli, or gzip cut short), and a gRPC / gRPC-Web
 // message flagged compressed when no grpc-encoding says how. Here such a body is found first and
 // reported as `invalid_argument`; one that decompresses past the gateway's size limit is
-// `resource_exhausted`, as Connect says itself. Connect reads the request body from the Node request
-// as an async iterable; for a unary call that iterable is replaced by one that reads the whole body
-// (at most the size limit), checks it once, and either yields it unchanged (Connect then decompresses
-// and parses it again, itself) or throws the Connect error, which Connect's handler then sends as the
-// reply in the caller's protocol.
+// `resource_exhausted`, as Connect says itself. Each handler the Connect router serves is wrapped:
+// the request body Connect would read (an async iterable) is replaced by one that reads the whole
+// body (at most the size limit), checks it once, and either yields it unchanged (Connect then
+// decompresses and parses it again, itself) or throws the Connect error, which Connect's handler
+// then sends as the reply in the caller's protocol. Nothing of Node's request is touched.
 // Connect unary bodies are one bare message, compressed as Content-Encoding says. gRPC and gRPC-Web
 // bodies are enveloped messages (1 flag byte, 4 bytes of big-endian length, the message), each
 // flagged compressed or not, all with the request's grpc-encoding. Binary messages are decompressed
 // and parsed; JSON ones only decompressed, as Connect reports bad JSON as `invalid_argument` itself.
 // An encoding the gateway does not accept is left to Connect, which refuses it (`unimplemented`)
-// before it reads the body.
+// before it reads the body. Plain Connect unary calls (connect-unary.ts) decode their own bodies.
 import { promisify } from 'node:util'
 import { brotliDecompress, gunzip } from 'node:zlib'
 import { fromBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf'
-import { Code, ConnectError } from '@connectrpc/connect'
-import type { UniversalHandler } from '@connectrpc/connect/protocol'
-import type { FastifyInstance } from 'fastify'
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import type { ConnectError } from '@connectrpc/connect'
+import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol'
+import { rpcRefusal } from './errors.js'
 
 const CONNECT_UNARY = /^application\/(proto|json)\s*(;|$)/i
 const ENVELOPED = /^application\/grpc(-web)?(\+(proto|json))?\s*(;|$)/i
@@ -54,38 +53,35 @@ interface Message {
   compressed: boolean
 }
 
-export interface RequestBodyCheck {
-  /** Checks the bodies of these methods: the handlers the Connect router serves. */
-  serve (handlers: readonly UniversalHandler[]): void
+/** Wraps each handler in place (the router's own list, read by connect-fastify once its routes are
+ *  registered) so that its request bodies are checked before Connect reads them. */
+export function checkRequestBodies (handlers: UniversalHandler[], readMaxBytes: number): void {
+  for (const [index, handler] of handlers.entries()) handlers[index] = checking(handler, readMaxBytes)
 }
 
-export function checkRequestBodies (app: FastifyInstance, readMaxBytes: number): RequestBodyCheck {
-  const inputs = new Map<string, DescMessage>()
-
-  app.addHook('onRequest', (request, _reply, done) => {
-    // Plain Connect unary calls (src/rpc/connect-unary.ts) decode their own bodies.
-    if (request.routeOptions.config.connectUnary === true) { done(); return }
-    const input = inputs.get(request.routeOptions.url ?? '')
-    const body = input !== undefined ? bodyOf(request.headers) : undefined
-    if (input !== undefined && body !== undefined) checkedBody(request.raw, input, body, readMaxBytes)
-    done()
-  })
-
-  return {
-    serve (handlers) {
-      for (const handler of handlers) inputs.set(`${app.prefix}${handler.requestPath}`, handler.method.input)
-    }
+function checking (handler: UniversalHandler, readMaxBytes: number): UniversalHandler {
+  const input = handler.method.input
+  const checked = async (request: UniversalServerRequest): ReturnType<UniversalHandler> => {
+    const body = bodyOf(request.header)
+    if (body === undefined || !isByteStream(request.body)) return await handler(request)
+    return await handler({ ...request, body: checkedBody(request.body, input, body, readMaxBytes) })
   }
+  const { protocolNames, service, method, requestPath, allowedMethods, supportedContentType } = handler
+  return Object.assign(checked, { protocolNames, service, method, requestPath, allowedMethods, supportedContentType })
+}
+
+function isByteStream (body: UniversalServerRequest['body']): body is AsyncIterable<Uint8Array> {
+  return typeof body === 'object' && body !== null && Symbol.asyncIterator in body
 }
 
 /** The body to check, or undefined when there is nothing Connect would misreport. */
-function bodyOf (headers: IncomingHttpHeaders): Body | undefined {
-  const contentType = headers['content-type'] ?? ''
+function bodyOf (headers: Headers): Body | undefined {
+  const contentType = headers.get('content-type') ?? ''
   const framing = CONNECT_UNARY.test(contentType) ? 'bare' : ENVELOPED.test(contentType) ? 'enveloped' : undefined
   if (framing === undefined) return undefined
   // Connect unary names its compression in Content-Encoding, gRPC and gRPC-Web in grpc-encoding.
-  const encoding = headers[framing === 'bare' ? 'content-encoding' : 'grpc-encoding'] ?? 'identity'
-  const compression = typeof encoding === 'string' ? COMPRESSIONS.get(encoding) : undefined
+  const encoding = headers.get(framing === 'bare' ? 'content-encoding' : 'grpc-encoding') ?? 'identity'
+  const compression = COMPRESSIONS.get(encoding)
   if (encoding !== 'identity' && compression === undefined) return undefined
   const binary = !JSON_MESSAGES.test(contentType)
   // An uncompressed Connect JSON body is Connect's to check; its parse errors are invalid_argument.
@@ -109,31 +105,25 @@ function messagesOf (body: Buffer, { framing, compression }: Body): Message[] {
   return messages
 }
 
-function checkedBody (raw: IncomingMessage, input: DescMessage, body: Body, readMaxBytes: number): void {
-  const chunks = raw[Symbol.asyncIterator].bind(raw)
-  Object.defineProperty(raw, Symbol.asyncIterator, {
-    configurable: true,
-    value: async function * (): AsyncGenerator<Uint8Array> {
-      const received: Buffer[] = []
-      let size = 0
-      for await (const chunk of chunks()) {
-        size += (chunk as Buffer).length
-        if (size > readMaxBytes) throw readLimitError(size, readMaxBytes)
-        received.push(chunk as Buffer)
-      }
-      const bytes = Buffer.concat(received)
-      for (const message of messagesOf(bytes, body)) {
-        const plain = message.compressed ? await decompressed(message.bytes, input, body.compression, readMaxBytes) : message.bytes
-        if (body.binary) decodeBinaryMessage(plain, input)
-      }
-      yield bytes
-    }
-  })
+async function * checkedBody (chunks: AsyncIterable<Uint8Array>, input: DescMessage, body: Body, readMaxBytes: number): AsyncGenerator<Uint8Array> {
+  const received: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of chunks) {
+    size += chunk.length
+    if (size > readMaxBytes) throw readLimitError(size, readMaxBytes)
+    received.push(chunk)
+  }
+  const bytes = Buffer.concat(received)
+  for (const message of messagesOf(bytes, body)) {
+    const plain = message.compressed ? await decompressed(message.bytes, input, body.compression, readMaxBytes) : message.bytes
+    if (body.binary) decodeBinaryMessage(plain, input)
+  }
+  yield bytes
 }
 
 /** A body past the gateway's size limit, in Connect's words. */
 export function readLimitError (size: number | undefined, readMaxBytes: number): ConnectError {
-  return new ConnectError(`message size ${size ?? '(unknown)'} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted)
+  return rpcRefusal('body_too_large', `message size ${size ?? '(unknown)'} is larger than configured readMaxBytes ${readMaxBytes}`)
 }
 
 /** A binary message of the method; bytes that do not decode are `invalid_argument`. */
@@ -141,13 +131,13 @@ export function decodeBinaryMessage<Desc extends DescMessage> (bytes: Uint8Array
   try {
     return fromBinary(input, bytes)
   } catch (error) {
-    throw new ConnectError(`cannot decode message ${input.typeName} from binary: ${error instanceof Error ? error.message : String(error)}`, Code.InvalidArgument)
+    throw rpcRefusal('malformed_body', `cannot decode message ${input.typeName} from binary: ${error instanceof Error ? error.message : String(error)}`)
   }
 }
 
 async function decompressed (bytes: Buffer, input: DescMessage, compression: Compression | undefined, readMaxBytes: number): Promise<Buffer> {
   if (compression === undefined) {
-    throw new ConnectError(`message ${input.typeName} is flagged compressed, but the request names no grpc-encoding`, Code.InvalidArgument)
+    throw rpcRefusal('malformed_body', `message ${input.typeName} is flagged compressed, but the request names no grpc-encoding`)
   }
   // Connect takes empty compressed bytes for an empty message, without decompressing them.
   if (bytes.length === 0) return bytes
@@ -167,10 +157,10 @@ function isBadData (code: unknown): boolean {
 function decompressionError (error: unknown, input: DescMessage, compression: Compression, readMaxBytes: number): unknown {
   const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined
   if (code === 'ERR_BUFFER_TOO_LARGE') {
-    return new ConnectError(`message ${input.typeName} is larger than configured readMaxBytes ${readMaxBytes} after decompression`, Code.ResourceExhausted)
+    return rpcRefusal('body_too_large', `message ${input.typeName} is larger than configured readMaxBytes ${readMaxBytes} after decompression`)
   }
   if (isBadData(code)) {
-    return new ConnectError(`cannot decompress message ${input.typeName} with ${compression.name}: ${(error as Error).message}`, Code.InvalidArgument)
+    return rpcRefusal('malformed_body', `cannot decompress message ${input.typeName} with ${compression.name}: ${(error as Error).message}`)
   }
   return error
 }
