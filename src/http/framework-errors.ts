@@ -1,10 +1,9 @@
 // Errors Fastify raises before routing (a path that is not valid percent-encoding, a path segment
 // longer than the router accepts) answer in the envelope of the transport the path belongs to:
 // Connect's error JSON under /rpc, the REST envelope everywhere else.
-import { Code } from '@connectrpc/connect'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { restRefusal, sendRestError } from '../rest/errors.js'
-import { connectErrorJson } from '../rpc/errors.js'
+import { connectErrorReply, rpcRefusal } from '../rpc/errors.js'
 import { RPC_PREFIX } from '../rpc/index.js'
 
 /** The longest path segment the router accepts: ids are at most 200 characters (the core's id schemas),
@@ -15,6 +14,10 @@ export function answerFrameworkError (error: FastifyError, request: FastifyReque
   const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
     ? `A path segment is longer than ${MAX_PATH_PARAM_LENGTH} characters.`
     : error.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoding.' : error.message
-  if (request.url.startsWith(`${RPC_PREFIX}/`)) void reply.code(400).send(connectErrorJson(Code.InvalidArgument, message))
-  else void sendRestError(reply, restRefusal('bad_request', message))
+  if (request.url.startsWith(`${RPC_PREFIX}/`)) {
+    const { status, body } = connectErrorReply(rpcRefusal('bad_request', message))
+    void reply.code(status).type('application/json').send(Buffer.from(body))
+  } else {
+    void sendRestError(reply, restRefusal('bad_request', message))
+  }
 }

@@ -83,12 +83,6 @@ export function connectErrorReply (error: ConnectError, jsonOptions?: Partial<Js
   return { status, body: errorToJsonBytes(error, jsonOptions) }
 }
 
-/** An error as the Connect protocol's JSON body `{code, message}`, for replies made under /rpc before
- *  Connect sees the call (src/http/framework-errors.ts). */
-export function connectErrorJson (code: Code, message: string): JsonValue {
-  return errorToJson(new ConnectError(message, code), undefined)
-}
-
 /** Replies Fastify makes under /rpc before Connect sees the call, as Connect errors: an unknown
  *  procedure is 404 `unimplemented` (what a Connect client makes of a 404), a content type with no
  *  parser (415) or a body past the limit (413) keeps its status with the code of its refusal. */
