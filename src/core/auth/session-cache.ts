@@ -5,28 +5,140 @@
 // TTL_MS — the bound on how long a revocation whose signal was lost could go unnoticed. Whatever
 // changes a user row (account deletion, a profile update) forgets its user here and signals it to
 // the other instances (auth's `userChanged`).
+//
+// What a distinct caller costs (bench/admission.ts): one read of its session per TTL. So that no
+// request waits for it, and that a thousand callers do not cost a thousand round trips:
+// - reads are batched: every session asked for in one turn of the event loop, missing or due for
+//   renewal, is read by one query (at most MAX_BATCH ids), and concurrent requests of one session
+//   share one read (the requests of a page load, or of load-generator connections in lockstep);
+// - an entry in use is renewed before it expires: once older than REFRESH_AFTER_MS it is still
+//   served (it is within the TTL, as before) and re-read in the background, so a busy session is
+//   re-read about every REFRESH_AFTER_MS and never served older than TTL_MS.
+// A read that was under way when its session (or user, or everything) was forgotten is not cached,
+// and no request joins it any more: it may have read the row before the revocation or change committed.
 import type { User } from '../users/users.types.js'
 
 export const SESSION_CACHE_TTL_MS = 10_000
+/** An entry older than this is renewed in the background while it is still served. */
+export const SESSION_REFRESH_AFTER_MS = 5_000
 const MAX_ENTRIES = 50_000
+/** Most session ids in one query. */
+const MAX_BATCH = 500
 
-interface CachedSession {
+/** A session as the database has it, with its user. */
+export interface SessionRecord {
+  userId: string
+  expiresAt: Date
+  revokedAt: Date | null
+  user: User
+}
+
+export interface CachedSession {
   userId: string
   expiresAt: Date
   user: User
+  /** When the read this entry comes from was sent (ms since the epoch). */
   cachedAt: number
 }
 
+/** Reads sessions by id; a missing id is a session that does not exist. */
+export type SessionLoader = (sessionIds: readonly string[]) => Promise<Map<string, SessionRecord>>
+
 export interface SessionCache {
+  /** The session when cached within the TTL (renewed in the background once due); undefined otherwise. */
   get (sessionId: string, nowMs: number): CachedSession | undefined
-  set (sessionId: string, session: { userId: string, expiresAt: Date, user: User }, nowMs: number): void
+  /** Reads the session from the database (batched, shared by concurrent callers) and caches it when valid. */
+  load (sessionId: string): Promise<SessionRecord | undefined>
   forgetSession (sessionId: string): void
   forgetUser (userId: string): void
   clear (): void
 }
 
-export function createSessionCache (): SessionCache {
+/** What was forgotten while one query was under way. */
+interface Batch {
+  sentAt: number
+  forgottenSessions: Set<string>
+  forgottenUsers: Set<string>
+  forgotAll: boolean
+}
+
+/** A read asked for: the callers of `load` await its promise. */
+interface Waiting {
+  sessionId: string
+  promise: Promise<SessionRecord | undefined>
+  resolve: (record: SessionRecord | undefined) => void
+  reject: (error: unknown) => void
+}
+
+export function createSessionCache (options: { load: SessionLoader, now: () => number, onRefreshError?: (error: unknown) => void }): SessionCache {
   const entries = new Map<string, CachedSession>()
+  /** Reads asked for and not answered yet, by session id: a caller of `load` joins the one there is.
+   *  A forgotten session's read leaves this map (later callers start their own) but still answers. */
+  const waiting = new Map<string, Waiting>()
+  /** Reads for the next batch (foreground misses and background renewals alike). */
+  let queued: Waiting[] = []
+  const underWay = new Set<Batch>()
+
+  function cache (sessionId: string, record: SessionRecord, readAt: number): void {
+    if (record.revokedAt !== null || record.expiresAt.getTime() <= readAt) {
+      entries.delete(sessionId)
+      return
+    }
+    // Bounded: when full, the oldest insertion goes (Map keeps insertion order).
+    if (!entries.has(sessionId) && entries.size >= MAX_ENTRIES) {
+      const oldest = entries.keys().next().value
+      if (oldest !== undefined) entries.delete(oldest)
+    }
+    entries.delete(sessionId) // re-inserted last: renewed entries are the newest
+    entries.set(sessionId, { userId: record.userId, expiresAt: record.expiresAt, user: record.user, cachedAt: readAt })
+  }
+
+  function request (sessionId: string): Waiting {
+    const known = waiting.get(sessionId)
+    if (known !== undefined) return known
+    let settle!: Pick<Waiting, 'resolve' | 'reject'>
+    const promise = new Promise<SessionRecord | undefined>((resolve, reject) => { settle = { resolve, reject } })
+    const entry = { sessionId, promise, ...settle }
+    waiting.set(sessionId, entry)
+    if (queued.length === 0) setImmediate(flush)
+    queued.push(entry)
+    return entry
+  }
+
+  function flush (): void {
+    const all = queued
+    queued = []
+    for (let start = 0; start < all.length; start += MAX_BATCH) void send(all.slice(start, start + MAX_BATCH))
+  }
+
+  async function send (waiters: Waiting[]): Promise<void> {
+    // A read sent after a session was forgotten sees its revocation (it is forgotten once that is
+    // committed); one already under way may not, so what is forgotten meanwhile is noted on it.
+    const batch: Batch = { sentAt: options.now(), forgottenSessions: new Set(), forgottenUsers: new Set(), forgotAll: false }
+    underWay.add(batch)
+    let records: Map<string, SessionRecord>
+    try {
+      records = await options.load(waiters.map((w) => w.sessionId))
+    } catch (error) {
+      underWay.delete(batch)
+      for (const waiter of waiters) {
+        if (waiting.get(waiter.sessionId) === waiter) waiting.delete(waiter.sessionId)
+        waiter.reject(error)
+      }
+      return
+    }
+    underWay.delete(batch)
+    for (const waiter of waiters) {
+      const id = waiter.sessionId
+      const record = records.get(id)
+      const forgotten = batch.forgotAll || batch.forgottenSessions.has(id) || (record !== undefined && batch.forgottenUsers.has(record.userId))
+      if (record === undefined) entries.delete(id)
+      else if (!forgotten) cache(id, record, batch.sentAt)
+      if (waiting.get(id) === waiter) waiting.delete(id)
+      waiter.resolve(record)
+    }
+  }
+
   return {
     get (sessionId, nowMs) {
       const entry = entries.get(sessionId)
@@ -35,24 +147,30 @@ export function createSessionCache (): SessionCache {
         entries.delete(sessionId)
         return undefined
       }
+      if (nowMs - entry.cachedAt >= SESSION_REFRESH_AFTER_MS && !waiting.has(sessionId)) {
+        // Renewed in the background; nobody awaits it, so a failed read only leaves the entry to expire.
+        request(sessionId).promise.catch((error: unknown) => { options.onRefreshError?.(error) })
+      }
       return entry
     },
-    set (sessionId, session, nowMs) {
-      // Bounded: when full, the oldest insertion goes (Map keeps insertion order).
-      if (entries.size >= MAX_ENTRIES) {
-        const oldest = entries.keys().next().value
-        if (oldest !== undefined) entries.delete(oldest)
-      }
-      entries.set(sessionId, { ...session, cachedAt: nowMs })
+    async load (sessionId) {
+      return await request(sessionId).promise
     },
     forgetSession (sessionId) {
       entries.delete(sessionId)
+      waiting.delete(sessionId)
+      for (const batch of underWay) batch.forgottenSessions.add(sessionId)
     },
     forgetUser (userId) {
       for (const [id, entry] of entries) if (entry.userId === userId) entries.delete(id)
+      // A read under way does not say whose session it is until it answers: nobody joins any of them.
+      waiting.clear()
+      for (const batch of underWay) batch.forgottenUsers.add(userId)
     },
     clear () {
       entries.clear()
+      waiting.clear()
+      for (const batch of underWay) batch.forgotAll = true
     }
   }
 }
