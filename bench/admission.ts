@@ -22,7 +22,8 @@
 // cache's 10 s (src/core/auth/session-cache.ts), so every user's entry is renewed at least once.
 // BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_USERS (1000), BENCH_CONNECTIONS (50),
 // BENCH_SCENARIOS (a comma list of many, lockstep, single; all by default: `many` alone to profile
-// it with BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=prof').
+// it with BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=prof'), BENCH_BASELINE_ROOT (another checkout,
+// built, e.g. of the main branch, measured on the same users in the same rounds: before and after).
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -142,6 +143,12 @@ const meRequests = (tokens: string[]): Requests => tokens.map((token) => ({ meth
 const raw = await startTarget('raw')
 const usesMany = scenarios.has('many') || scenarios.has('lockstep')
 const many = usesMany ? await startTarget('service', { BENCH_TIERS: 'real' }) : undefined
+// BENCH_BASELINE_ROOT: another checkout (its `dist/` built, its node_modules) serving the same users
+// in the same rounds, under its own counter prefix — before and after a change, side by side.
+const baselineRoot = process.env.BENCH_BASELINE_ROOT
+const before = usesMany && baselineRoot !== undefined
+  ? await startTarget('service', { BENCH_TIERS: 'real', BENCH_SERVICE_ROOT: baselineRoot, RATE_LIMIT_KEY_PREFIX: `bench-baseline-${Date.now()}:` })
+  : undefined
 const single = scenarios.has('single') ? await startTarget('service') : undefined
 console.log(`targets: raw pid ${String(raw.child.pid)}, many users pid ${String(many?.child.pid)} (SPEC tiers), single user pid ${String(single?.child.pid)} (tiers raised)`)
 
@@ -171,16 +178,18 @@ for (const target of [many, single]) {
   }
 }
 
-const results = { raw: [] as Measurement[], many: [] as Measurement[], lockstep: [] as Measurement[], single: [] as Measurement[] }
+const results = { raw: [] as Measurement[], many: [] as Measurement[], lockstep: [] as Measurement[], single: [] as Measurement[], beforeMany: [] as Measurement[], beforeLockstep: [] as Measurement[] }
 for (let round = 1; round <= rounds; round++) {
   console.log(`round ${round} of ${rounds}`)
   // The raw baseline answers the same requests as the service in this round.
   results.raw.push(await measure(raw, meRequests(groups.many[round - 1] ?? groups.lockstep[round - 1] ?? [singleToken!]), raw.child.pid))
   if (many !== undefined && scenarios.has('many')) results.many.push(await measure(many, meRequests(groups.many[round - 1]!), many.child.pid))
+  if (before !== undefined && scenarios.has('many')) results.beforeMany.push(await measure(before, meRequests(groups.many[round - 1]!), before.child.pid))
   if (many !== undefined && scenarios.has('lockstep')) results.lockstep.push(await measure(many, meRequests(groups.lockstep[round - 1]!), many.child.pid, true))
+  if (before !== undefined && scenarios.has('lockstep')) results.beforeLockstep.push(await measure(before, meRequests(groups.lockstep[round - 1]!), before.child.pid, true))
   if (single !== undefined) results.single.push(await measure(single, meRequests([singleToken!]), single.child.pid))
 }
-await Promise.all([raw.stop(), many?.stop(), single?.stop()])
+await Promise.all([raw.stop(), many?.stop(), before?.stop(), single?.stop()])
 
 const typical = (all: Measurement[]): Measurement | undefined => {
   const rps = median(all.map((m) => m.rps))
@@ -200,6 +209,10 @@ console.log(line('raw node:http (same requests)', results.raw))
 console.log(line(`GET /api/auth/me, ${users} users (SPEC tiers)`, results.many))
 console.log(line('  the same, connections in lockstep', results.lockstep))
 console.log(line('GET /api/auth/me, 1 user (tiers raised)', results.single))
+if (before !== undefined) {
+  console.log(line(`baseline build: ${users} users`, results.beforeMany))
+  console.log(line('baseline build: lockstep', results.beforeLockstep))
+}
 console.log('')
 for (const [scenario, all] of [['many', results.many], ['lockstep', results.lockstep]] as const) {
   if (all.length === 0) continue
@@ -207,5 +220,12 @@ for (const [scenario, all] of [['many', results.many], ['lockstep', results.lock
   const tooMany = all.reduce((s, m) => s + m.tooMany, 0)
   console.log(`${`${users} users${scenario === 'lockstep' ? ', lockstep,' : ''} / raw:`.padEnd(30)} ${median(ratios(all)).toFixed(2)}×${scenario === 'many' ? ' (goal ≥ 0.5)' : ''}   per round: ${ratios(all).map((r) => r.toFixed(2)).join(', ')}`)
   console.log(`  requests per user in a round (warm-up included): at most about ${perUser} of the read tier's ${READ_PER_MINUTE} a minute; 429s: ${tooMany}${tooMany > 0 ? '  <-- the run is invalid' : ''}`)
+}
+if (before !== undefined) {
+  for (const [name, now, then] of [['many', results.many, results.beforeMany], ['lockstep', results.lockstep, results.beforeLockstep]] as const) {
+    if (now.length === 0) continue
+    const same = now.map((m, i) => m.rps / (then[i]?.rps ?? NaN))
+    console.log(`${`${name}: this build / baseline:`.padEnd(30)} ${median(same).toFixed(2)}× req/s (per round ${same.map((r) => r.toFixed(2)).join(', ')}), CPU per request ${median(now.map((m) => m.cpuUsPerRequest)).toFixed(0)} / ${median(then.map((m) => m.cpuUsPerRequest)).toFixed(0)} µs; baseline / raw ${median(then.map((m, i) => m.rps / (results.raw[i]?.rps ?? NaN))).toFixed(2)}×; baseline 429s: ${then.reduce((s, m) => s + m.tooMany, 0)}`)
+  }
 }
 if (single !== undefined) console.log(`${'1 user / raw:'.padEnd(30)} ${median(ratios(results.single)).toFixed(2)}×   per round: ${ratios(results.single).map((r) => r.toFixed(2)).join(', ')}`)

@@ -3,9 +3,11 @@
 // and a read that raced with a revocation never cached. The app-level behaviour (logout and deletion
 // take effect at once, on every instance) is in test/auth.*.test.ts and test/sync.cluster.test.ts.
 import t from 'tap'
-import { createSessionCache, SESSION_CACHE_TTL_MS, SESSION_REFRESH_AFTER_MS, type SessionRecord } from '../src/core/auth/session-cache.js'
+import { createSessionCache, RENEWAL_DELAY_MS, SESSION_CACHE_TTL_MS, SESSION_REFRESH_AFTER_MS, type SessionRecord } from '../src/core/auth/session-cache.js'
 
 const DAY_MS = 86_400_000
+/** Renewals wait this long to share a query (200 ms in the service). */
+const RENEWAL_MS = 20
 
 function record (sessionId: string, nowMs: number, changes: Partial<SessionRecord> = {}): SessionRecord {
   const userId = `user_of_${sessionId}`
@@ -30,7 +32,8 @@ function harness () {
       if (failWith !== undefined) throw failWith
       return rows
     },
-    onRefreshError: (error) => { refreshErrors.push(error) }
+    onRefreshError: (error) => { refreshErrors.push(error) },
+    renewalDelayMs: RENEWAL_MS
   })
   return {
     cache,
@@ -50,6 +53,8 @@ function harness () {
 }
 
 const turn = async (): Promise<void> => { await new Promise((resolve) => setImmediate(resolve)) }
+/** Long enough for renewals to be sent and answered. */
+const renewed = async (): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, 3 * RENEWAL_MS)) }
 
 t.test('concurrent callers of one session share one read; every session asked for in one turn is one query', async (t) => {
   const h = harness()
@@ -74,7 +79,7 @@ t.test('an entry is served within the TTL, renewed in the background once due, a
 
   h.advance(SESSION_REFRESH_AFTER_MS - 1)
   t.ok(h.cache.get('ses_a', h.now))
-  await turn()
+  await renewed()
   t.equal(h.reads.length, 1, 'not due yet: no read')
 
   h.advance(1)
@@ -82,10 +87,11 @@ t.test('an entry is served within the TTL, renewed in the background once due, a
   t.equal(h.cache.get('ses_a', h.now)?.user.displayName, 'ses_a', 'due: still served as cached...')
   t.equal(h.cache.get('ses_a', h.now)?.user.displayName, 'ses_a')
   await turn()
-  await turn()
+  t.equal(h.reads.length, 1, 'renewals wait a little to share a query')
+  await renewed()
   t.equal(h.reads.length, 2, '...and renewed by one background read')
   t.equal(h.cache.get('ses_a', h.now)?.user.displayName, 'renamed', 'the renewed entry is served')
-  await turn()
+  await renewed()
   t.equal(h.reads.length, 2, 'a fresh entry is not read again')
 
   // A session nobody asks for is not renewed, and is gone once the TTL has passed.
@@ -101,8 +107,8 @@ t.test('a renewal that finds the session revoked, expired or gone removes the en
   h.table.set('ses_e', record('ses_e', h.now, { expiresAt: new Date(h.now) }))
   h.table.delete('ses_g')
   for (const id of ['ses_r', 'ses_e', 'ses_g']) t.ok(h.cache.get(id, h.now), `${id} served while due`)
-  await turn()
-  await turn()
+  await renewed()
+  t.equal(h.reads.length, 4, 'three renewals, one query')
   for (const id of ['ses_r', 'ses_e', 'ses_g']) t.equal(h.cache.get(id, h.now), undefined, `${id} gone after its renewal`)
 })
 
@@ -130,14 +136,13 @@ t.test('the same for a renewal under way, for a forgotten user and after losing 
     await h.cache.load('ses_y')
     h.advance(SESSION_REFRESH_AFTER_MS)
     const release = h.hold()
-    t.ok(h.cache.get('ses_y', h.now), 'due: renewal sent')
-    await turn()
+    t.ok(h.cache.get('ses_y', h.now), 'due: renewal asked for')
+    await renewed() // sent, and held
     if (forget === 'session') h.cache.forgetSession('ses_y')
     else if (forget === 'user') h.cache.forgetUser('user_of_ses_y')
     else h.cache.clear()
     release()
-    await turn()
-    await turn()
+    await renewed()
     t.equal(h.reads.length, 2)
     t.equal(h.cache.get('ses_y', h.now), undefined, `forget ${forget}: the renewal under way is not cached`)
   }
@@ -155,10 +160,24 @@ t.test('a failed read fails its callers; a failed renewal leaves the entry to ex
   h.advance(SESSION_REFRESH_AFTER_MS)
   h.fail(new Error('database down'))
   t.ok(h.cache.get('ses_f', h.now))
-  await turn()
-  await turn()
+  await renewed()
   t.equal(h.refreshErrors.length, 1, 'the renewal failure is reported')
   t.ok(h.cache.get('ses_f', h.now), 'the entry is still served within its TTL')
   h.advance(SESSION_CACHE_TTL_MS - SESSION_REFRESH_AFTER_MS)
   t.equal(h.cache.get('ses_f', h.now), undefined, 'and expires with it')
+})
+
+t.test('a caller waiting for a session whose renewal is queued has it sent at once', async (t) => {
+  const h = harness()
+  h.table.set('ses_q', record('ses_q', h.now))
+  await h.cache.load('ses_q')
+  h.advance(SESSION_CACHE_TTL_MS - 1)
+  t.ok(h.cache.get('ses_q', h.now), 'due: renewal queued')
+  h.advance(1)
+  t.equal(h.cache.get('ses_q', h.now), undefined, 'expired before the renewal went')
+  const started = Date.now()
+  t.equal((await h.cache.load('ses_q'))?.userId, 'user_of_ses_q')
+  t.ok(Date.now() - started < RENEWAL_MS, 'the load joined the queued read without waiting for the renewal delay')
+  t.equal(h.reads.length, 2, 'one read for both')
+  t.ok(RENEWAL_DELAY_MS < SESSION_CACHE_TTL_MS - SESSION_REFRESH_AFTER_MS, 'the service\'s renewal delay is well inside the TTL')
 })

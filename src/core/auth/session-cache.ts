@@ -8,9 +8,10 @@
 //
 // What a distinct caller costs (bench/admission.ts): one read of its session per TTL. So that no
 // request waits for it, and that a thousand callers do not cost a thousand round trips:
-// - reads are batched: every session asked for in one turn of the event loop, missing or due for
-//   renewal, is read by one query (at most MAX_BATCH ids), and concurrent requests of one session
-//   share one read (the requests of a page load, or of load-generator connections in lockstep);
+// - reads are batched: every session a request waits for in one turn of the event loop is read by
+//   one query (at most MAX_BATCH ids), renewals (below) go together every RENEWAL_DELAY_MS, and
+//   concurrent requests of one session share one read (the requests of a page load, or of
+//   load-generator connections in lockstep);
 // - an entry in use is renewed before it expires: once older than REFRESH_AFTER_MS it is still
 //   served (it is within the TTL, as before) and re-read in the background, so a busy session is
 //   re-read about every REFRESH_AFTER_MS and never served older than TTL_MS.
@@ -24,6 +25,11 @@ export const SESSION_REFRESH_AFTER_MS = 5_000
 const MAX_ENTRIES = 50_000
 /** Most session ids in one query. */
 const MAX_BATCH = 500
+/**
+ * Renewals nobody waits for are sent at most this often, so the sessions of a thousand callers coming
+ * due over a few seconds are renewed by a few queries, not one each. Well inside the TTL.
+ */
+export const RENEWAL_DELAY_MS = 200
 
 /** A session as the database has it, with its user. */
 export interface SessionRecord {
@@ -66,17 +72,33 @@ interface Batch {
 interface Waiting {
   sessionId: string
   promise: Promise<SessionRecord | undefined>
+  /** In a batch already sent (a caller joining it waits for that query). */
+  sent: boolean
   resolve: (record: SessionRecord | undefined) => void
   reject: (error: unknown) => void
 }
 
-export function createSessionCache (options: { load: SessionLoader, now: () => number, onRefreshError?: (error: unknown) => void }): SessionCache {
+export interface SessionCacheOptions {
+  load: SessionLoader
+  now: () => number
+  /** A background renewal that failed (the entry then expires with its TTL). */
+  onRefreshError?: (error: unknown) => void
+  /** How long renewals wait to share a query (RENEWAL_DELAY_MS; tests shorten it). */
+  renewalDelayMs?: number
+}
+
+export function createSessionCache (options: SessionCacheOptions): SessionCache {
   const entries = new Map<string, CachedSession>()
   /** Reads asked for and not answered yet, by session id: a caller of `load` joins the one there is.
    *  A forgotten session's read leaves this map (later callers start their own) but still answers. */
   const waiting = new Map<string, Waiting>()
   /** Reads for the next batch (foreground misses and background renewals alike). */
   let queued: Waiting[] = []
+  /** A batch goes at the end of this turn of the event loop (someone waits for it)... */
+  let flushSoon = false
+  /** ...or, when it holds renewals only, after renewalDelayMs, so that they share queries. */
+  let renewalTimer: NodeJS.Timeout | undefined
+  const renewalDelayMs = options.renewalDelayMs ?? RENEWAL_DELAY_MS
   const underWay = new Set<Batch>()
 
   function cache (sessionId: string, record: SessionRecord, readAt: number): void {
@@ -93,21 +115,36 @@ export function createSessionCache (options: { load: SessionLoader, now: () => n
     entries.set(sessionId, { userId: record.userId, expiresAt: record.expiresAt, user: record.user, cachedAt: readAt })
   }
 
-  function request (sessionId: string): Waiting {
-    const known = waiting.get(sessionId)
-    if (known !== undefined) return known
-    let settle!: Pick<Waiting, 'resolve' | 'reject'>
-    const promise = new Promise<SessionRecord | undefined>((resolve, reject) => { settle = { resolve, reject } })
-    const entry = { sessionId, promise, ...settle }
-    waiting.set(sessionId, entry)
-    if (queued.length === 0) setImmediate(flush)
-    queued.push(entry)
+  /** A read of the session: the one already asked for, or a new one in the next batch. A caller
+   *  who waits for it (`urgent`) has the batch sent at the end of this turn of the event loop. */
+  function request (sessionId: string, urgent: boolean): Waiting {
+    let entry = waiting.get(sessionId)
+    if (entry === undefined) {
+      let settle!: Pick<Waiting, 'resolve' | 'reject'>
+      const promise = new Promise<SessionRecord | undefined>((resolve, reject) => { settle = { resolve, reject } })
+      entry = { sessionId, promise, sent: false, ...settle }
+      waiting.set(sessionId, entry)
+      queued.push(entry)
+    }
+    if (!entry.sent) {
+      if (urgent && !flushSoon) {
+        flushSoon = true
+        setImmediate(flush)
+      } else if (!urgent && !flushSoon && renewalTimer === undefined) {
+        renewalTimer = setTimeout(flush, renewalDelayMs)
+        renewalTimer.unref()
+      }
+    }
     return entry
   }
 
   function flush (): void {
+    flushSoon = false
+    clearTimeout(renewalTimer)
+    renewalTimer = undefined
     const all = queued
     queued = []
+    for (const waiter of all) waiter.sent = true
     for (let start = 0; start < all.length; start += MAX_BATCH) void send(all.slice(start, start + MAX_BATCH))
   }
 
@@ -149,12 +186,12 @@ export function createSessionCache (options: { load: SessionLoader, now: () => n
       }
       if (nowMs - entry.cachedAt >= SESSION_REFRESH_AFTER_MS && !waiting.has(sessionId)) {
         // Renewed in the background; nobody awaits it, so a failed read only leaves the entry to expire.
-        request(sessionId).promise.catch((error: unknown) => { options.onRefreshError?.(error) })
+        request(sessionId, false).promise.catch((error: unknown) => { options.onRefreshError?.(error) })
       }
       return entry
     },
     async load (sessionId) {
-      return await request(sessionId).promise
+      return await request(sessionId, true).promise
     },
     forgetSession (sessionId) {
       entries.delete(sessionId)
