@@ -8,6 +8,9 @@ import autocannon from 'autocannon'
 
 export interface Target { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
 
+/** The JWT secret of every benchmark's service (a benchmark that signs tokens itself needs the same). */
+export const BENCH_JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123'
+
 /**
  * The service as production runs it: compiled JavaScript from `dist/` (built here if needed), not
  * TypeScript through tsx, whose keep-names helper adds a cost to every closure created. The
@@ -48,7 +51,7 @@ export async function startTarget (kind: 'service' | 'raw' | 'frameworks', env: 
   // BENCH_NODE_ARGS passes flags to the service's node (e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it).
   const nodeArgs = kind === 'service' ? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '') : []
   const child = reapOnExit(spawn(process.execPath, [...nodeArgs, '--import=tsx', join(import.meta.dirname, 'serve.ts'), kind], {
-    env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, ...env },
+    env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'inherit']
   }))
   const url = await new Promise<string>((resolve, reject) => {

@@ -3,9 +3,8 @@
 // X-Forwarded-For (SPEC Limits rule 2); from any other peer its socket address only, so forged
 // headers gain nothing. IPv6 clients are grouped by their /64, which one subscriber typically holds
 // whole. TRUST_PROXY is read by @fastify/proxy-addr, Fastify's own parser, here and for Fastify.
-import { isIP } from 'node:net'
+import { isIP, isIPv6 } from 'node:net'
 import proxyAddr from '@fastify/proxy-addr'
-import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 
@@ -16,7 +15,59 @@ declare module 'fastify' {
   }
 }
 
-const IPV6_SUBNET = 64
+/**
+ * An address as the client it stands for: IPv4 as it is; IPv4-mapped IPv6 (`::ffff:192.0.2.1`, how a
+ * dual-stack socket reports an IPv4 peer) as that IPv4; any other IPv6 as the first address of its
+ * /64, in RFC 5952's canonical text (lower case, no leading zeros, the longest run of two or more
+ * zero groups as `::`), so every spelling of one /64 is one key.
+ */
+export function clientKeyOf (address: string): string {
+  if (!isIPv6(address)) return address.toLowerCase()
+  const groups = ipv6Groups(address)
+  if (groups === undefined) return address.toLowerCase()
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    const [high = 0, low = 0] = groups.slice(6)
+    return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`
+  }
+  return canonicalIpv6([...groups.slice(0, 4), 0, 0, 0, 0])
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (zone dropped, a dotted IPv4 tail as two groups). */
+function ipv6Groups (address: string): number[] | undefined {
+  const text = address.split('%')[0] ?? ''
+  const parse = (part: string): number[] => {
+    if (part === '') return []
+    return part.split(':').flatMap((field) => {
+      if (!field.includes('.')) return [Number.parseInt(field, 16)]
+      const [a = 0, b = 0, c = 0, d = 0] = field.split('.').map(Number)
+      return [(a << 8) | b, (c << 8) | d]
+    })
+  }
+  const [head = '', tail, ...rest] = text.split('::')
+  if (rest.length > 0) return undefined
+  const first = parse(head)
+  const last = tail === undefined ? [] : parse(tail)
+  const zeros = 8 - first.length - last.length
+  if (zeros < 0 || (tail === undefined && zeros !== 0)) return undefined
+  const groups = [...first, ...new Array<number>(zeros).fill(0), ...last]
+  return groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined
+}
+
+function canonicalIpv6 (groups: number[]): string {
+  // The longest run of zero groups (the first of equally long ones), if at least two long.
+  let bestStart = -1
+  let bestLength = 1
+  for (let i = 0; i < groups.length;) {
+    if (groups[i] !== 0) { i++; continue }
+    let j = i
+    while (j < groups.length && groups[j] === 0) j++
+    if (j - i > bestLength) { bestStart = i; bestLength = j - i }
+    i = j
+  }
+  const hex = (part: number[]): string => part.map((g) => g.toString(16)).join(':')
+  if (bestStart < 0) return hex(groups)
+  return `${hex(groups.slice(0, bestStart))}::${hex(groups.slice(bestStart + bestLength))}`
+}
 
 export type ProxyTrust = (address: string, hop: number) => boolean
 
@@ -36,12 +87,12 @@ function addressIn (value: string | string[] | undefined): string | undefined {
 
 export function clientIpOf (request: FastifyRequest, trusted: ProxyTrust, cdnHeader: string): string {
   const peer = request.socket.remoteAddress ?? request.ip
-  if (!trusted(peer, 0)) return normalizeIP(peer, IPV6_SUBNET)
+  if (!trusted(peer, 0)) return clientKeyOf(peer)
   const headers = request.headers
   // `request.ip` is Fastify's X-Forwarded-For reading under the same trust: the nearest address that
   // is not a trusted proxy, which a client cannot forge by prepending entries its proxy appends to.
   const forwarded = isIP(request.ip) !== 0 ? request.ip : peer
-  return normalizeIP(addressIn(headers[cdnHeader]) ?? addressIn(headers['x-real-ip']) ?? forwarded, IPV6_SUBNET)
+  return clientKeyOf(addressIn(headers[cdnHeader]) ?? addressIn(headers['x-real-ip']) ?? forwarded)
 }
 
 export function installClientIp (app: FastifyInstance, config: Pick<Config, 'trustProxy' | 'cdnIpHeader'>): void {

@@ -1,9 +1,8 @@
-// The counter store behind the limiter, in @fastify/rate-limit's store shape (`incr(key, cb,
-// timeWindow, max)`, `child()`): Redis shared by every instance when REDIS_URL is set, per-instance
-// memory otherwise — and per-instance memory for every request while Redis fails (SPEC Limits
-// rule 4). The library's own RedisStore has no fallback (its `skipOnError` lets requests through
-// uncounted) and its LocalStore reads Date.now() (no test clock) and is an LRU that may drop a live
-// window while expired ones stay, hence this store.
+// The counter store behind the limiter: Redis shared by every instance when REDIS_URL is set,
+// per-instance memory otherwise — and per-instance memory for every request while Redis fails (SPEC
+// Limits rule 4). Each counter is a fixed window (SPEC Limits rule 1): INCR, and PEXPIRE on the
+// window's first request, in one script. Memory counters are bounded (memory-counters.ts) and read
+// the injected clock, so tests can move time.
 import type { Redis } from 'ioredis'
 import { RATE_LIMIT_HITS_COMMAND } from '../infra/redis.js'
 import { MemoryCounters } from './memory-counters.js'
@@ -36,13 +35,14 @@ interface HitsCommand {
   [RATE_LIMIT_HITS_COMMAND] (numberOfKeys: number, ...keysThenWindows: Array<string | number>): Promise<unknown>
 }
 
-type Callback = (error: Error | null, result?: StoreResult) => void
+/** Receives the count; never an error (the store answers from memory instead). */
+type Answer = (result: StoreResult) => void
 
 /** A count waiting for the next batch to Redis, with this instance's own count to answer if Redis fails. */
 interface PendingHit {
   key: string
   windowMs: number
-  callback: Callback
+  answer: Answer
   localCount: number
   localTtl: number
 }
@@ -114,20 +114,20 @@ export class CounterStore {
    * every request read in that turn): requests arrive in separate I/O callbacks, so ioredis's
    * auto-pipelining, which flushes on the next tick, would send each on its own.
    */
-  incr (key: string, callback: Callback, timeWindow: number, _max?: number): void {
+  hit (key: string, windowMs: number, answer: Answer): void {
     const now = this.options.now()
-    const local = this.memory.hit(key, timeWindow, now)
+    const local = this.memory.hit(key, windowMs, now)
     const redis = this.redis
     if (redis !== undefined && !this.failing) {
       if (redis.status === 'ready') {
         if (this.pending.length === 0) setImmediate(this.flush)
-        this.pending.push({ key, windowMs: timeWindow, callback, localCount: local.count, localTtl: local.resetAtMs - now })
+        this.pending.push({ key, windowMs, answer, localCount: local.count, localTtl: local.resetAtMs - now })
         return
       }
       this.fail(new Error(`redis is ${redis.status}`))
     }
     // No Redis, or it is failing: this instance's own count answers.
-    callback(null, { current: local.count, ttl: local.resetAtMs - now })
+    answer({ current: local.count, ttl: local.resetAtMs - now })
   }
 
   private readonly flush = (): void => {
@@ -161,16 +161,11 @@ export class CounterStore {
       if (!isCountsOf(reply, batch.length)) { failed(new Error('unexpected reply to the rate-limit script')); return }
       if (answered) return
       answered = true
-      for (let i = 0; i < batch.length; i++) batch[i]!.callback(null, { current: reply[2 * i]!, ttl: reply[2 * i + 1]! })
+      for (let i = 0; i < batch.length; i++) batch[i]!.answer({ current: reply[2 * i]!, ttl: reply[2 * i + 1]! })
     }, (error: unknown) => {
       clearTimeout(timer)
       failed(error)
     })
-  }
-
-  /** @fastify/rate-limit asks every limiter it creates for a child store; all share these counters. */
-  child (): this {
-    return this
   }
 
   /** The cache part of the health report: degraded while counting falls back to memory. */
@@ -225,5 +220,5 @@ function isCountsOf (reply: unknown, hits: number): reply is number[] {
 }
 
 function answerLocally (hit: PendingHit): void {
-  hit.callback(null, { current: hit.localCount, ttl: hit.localTtl })
+  hit.answer({ current: hit.localCount, ttl: hit.localTtl })
 }

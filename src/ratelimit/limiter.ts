@@ -2,27 +2,21 @@
 // interceptor both call `hit(request, tier, userId)` with the Fastify request and map the decision
 // to their own reply; counting, keys and client addresses live only here.
 //
-// @fastify/rate-limit does the counting arithmetic through `createRateLimit` (key generator, max,
-// window, its store interface, which CounterStore implements). Its route hooks are not used: they
-// run after every instance-level hook (we must count before the access check, so 401s are counted
-// and carry headers), they only write one header family with a reset in delta seconds (DECISIONS §8
-// wants both families with the window end in Unix seconds), and they do not reach RPC methods,
-// which share one Fastify route per procedure but have their own tiers.
-import fastifyRateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
+//
+// The counting is the product's own rule (SPEC Limits rule 1: a fixed window per tier and caller, the
+// first request starting it), done in counter-store.ts. @fastify/rate-limit is not used: its route
+// hooks run after every instance-level hook (we count before the access check, so 401s are counted
+// and carry headers), write one header family with a reset in delta seconds (DECISIONS §8 wants
+// both families with the window end in Unix seconds), cannot give RPC methods their own tiers, and
+// its Redis store lets requests through uncounted when Redis fails (SPEC wants per-instance
+// counting); all that was left of it was `remaining = max - count` behind a store constructor hack.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from '../core/errors.js'
 import type { Clock } from '../infra/clock.js'
-import { CounterStore } from './counter-store.js'
-import { tierTable, type Tier, type TierTable } from './tiers.js'
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The counter key of the request's current `hit` (set just before the library reads it). */
-    rateLimitKey: string
-  }
-}
+import { CounterStore, type StoreResult } from './counter-store.js'
+import { tierTable, type Tier, type TierLimit, type TierTable } from './tiers.js'
 
 export interface LimitDecision {
   allowed: boolean
@@ -54,12 +48,6 @@ function counterKey (tier: Tier, userId: string | null, request: FastifyRequest)
   return userId !== null ? `${tier}:user:${userId}` : `${tier}:ip:${request.clientIp}`
 }
 
-// @fastify/rate-limit builds its store itself (`new store(params)`); this hands it the one built here,
-// which the health report and shutdown also need.
-function provided (store: CounterStore): FastifyRateLimitStoreCtor {
-  return function ProvidedStore () { return store } as unknown as FastifyRateLimitStoreCtor
-}
-
 export function rateLimitedError (decision: LimitDecision): AppError {
   return new AppError('rate_limited', `Too many requests, retry in ${decision.retryAfter} seconds.`, [], decision.retryAfter)
 }
@@ -89,34 +77,29 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
   })
   app.addHook('onClose', async () => { store.close() })
 
-  // Registered without global hooks: no route is limited by the plugin itself, only through `hit`.
-  await app.register(fastifyRateLimit, { global: false, store: provided(store) })
-  // The counter key reaches the library's key generator on the request itself: a WeakMap entry per
-  // request measured about 0.8 µs, more than the memory count it feeds.
-  app.decorateRequest('rateLimitKey', '')
-  const keyGenerator = (request: FastifyRequest): string => request.rateLimitKey
-  const table: TierTable = tierTable(config)
-  const checkers = new Map<Tier, ReturnType<FastifyInstance['createRateLimit']>>()
-  for (const [tier, limit] of Object.entries(table) as Array<[Exclude<Tier, 'exempt'>, TierTable[keyof TierTable]]>) {
-    const max = options.maxOverride?.[tier] ?? limit.max
-    checkers.set(tier, app.createRateLimit({ max, timeWindow: limit.windowMs, keyGenerator }))
+  const limits = new Map<Tier, TierLimit>()
+  for (const [tier, limit] of Object.entries(tierTable(config)) as Array<[Exclude<Tier, 'exempt'>, TierTable[keyof TierTable]]>) {
+    limits.set(tier, { max: options.maxOverride?.[tier] ?? limit.max, windowMs: limit.windowMs })
+  }
+
+  /** A window's count against its tier's maximum: the request that makes it exceed the maximum is refused. */
+  function decide (limit: TierLimit, { current, ttl }: StoreResult): LimitDecision {
+    return {
+      allowed: current <= limit.max,
+      limit: limit.max,
+      remaining: Math.max(0, limit.max - current),
+      reset: Math.ceil((now() + ttl) / 1000),
+      retryAfter: Math.max(1, Math.ceil(ttl / 1000))
+    }
   }
 
   return {
     async hit (request, tier, userId) {
-      const check = checkers.get(tier)
-      if (check === undefined) return null // exempt
-      request.rateLimitKey = counterKey(tier, userId, request)
-      const result = await check(request)
-      if (result.isAllowed) return null // no allow-list is configured; kept for the type
-      const retryAfter = Math.max(1, Math.ceil(result.ttl / 1000))
-      return {
-        allowed: !result.isExceeded,
-        limit: result.max,
-        remaining: result.remaining,
-        reset: Math.ceil((now() + result.ttl) / 1000),
-        retryAfter
-      }
+      const limit = limits.get(tier)
+      if (limit === undefined) return null // exempt
+      return await new Promise<LimitDecision>((resolve) => {
+        store.hit(counterKey(tier, userId, request), limit.windowMs, (result) => { resolve(decide(limit, result)) })
+      })
     },
     health: async () => await store.health()
   }

@@ -24,7 +24,14 @@ const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
 export function createAuth (deps: CoreDeps) {
   const { db, clock, config, log, sessionSignals } = deps
   const codec = createTokenCodec(config.jwtSecret)
-  const validSessions = createSessionCache()
+  const validSessions = createSessionCache({
+    now: () => clock.now().getTime(),
+    load: async (ids) => {
+      const rows = await repo.findSessionsWithUsers(db, ids)
+      return new Map(rows.map((row) => [row.session_id, { userId: row.id, expiresAt: row.expires_at, revokedAt: row.revoked_at, user: toUser(row) }]))
+    },
+    onRefreshError: (error) => { log.warn({ err: error }, 'session cache: renewing sessions failed; they are read again when they expire') }
+  })
   sessionSignals.listen({
     sessionEnded: (sessionId) => { validSessions.forgetSession(sessionId) },
     accountDeleted: (userId) => { validSessions.forgetUser(userId) },
@@ -185,13 +192,12 @@ export function createAuth (deps: CoreDeps) {
       if (claims === undefined) throw new AppError('unauthenticated', 'Invalid token')
       const now = clock.now()
       if (claims.exp * 1000 <= now.getTime()) throw new AppError('session_expired', 'Session expired')
-      let session = validSessions.get(claims.sid, now.getTime())
+      let session: { userId: string, expiresAt: Date } | undefined = validSessions.get(claims.sid, now.getTime())
       if (session === undefined) {
-        const row = await repo.findSessionWithUser(db, claims.sid)
-        if (row === undefined || row.revoked_at !== null) throw new AppError('unauthenticated', 'Session revoked')
-        if (row.expires_at <= now) throw new AppError('session_expired', 'Session expired')
-        session = { userId: row.id, expiresAt: row.expires_at, user: toUser(row), cachedAt: now.getTime() }
-        validSessions.set(claims.sid, session, now.getTime())
+        const record = await validSessions.load(claims.sid)
+        if (record === undefined || record.revokedAt !== null) throw new AppError('unauthenticated', 'Session revoked')
+        if (record.expiresAt <= now) throw new AppError('session_expired', 'Session expired')
+        session = record
       }
       if (session.userId !== claims.sub) throw new AppError('unauthenticated', 'Session revoked')
       return { userId: claims.sub, sessionId: claims.sid, expiresAt: new Date(Math.min(claims.exp * 1000, session.expiresAt.getTime())) }
