@@ -46,7 +46,11 @@ export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: n
       limit ${limit}
     )
     select final.tx::text, final.id::text, type, payload, audience, user_id, created_at,
-      exists (select 1 from event_log, horizon where event_log.tx >= horizon.xmin and (event_log.tx, event_log.id) > ${at(after)}) as held_back
+      -- Some event after the position is held back exactly when the newest one is: one row of a backward
+      -- index scan (an EXISTS over "tx >= xmin" was planned as a sequential scan of the whole log).
+      coalesce((select newest.tx >= horizon.xmin from horizon, (
+        select event_log.tx from event_log where (event_log.tx, event_log.id) > ${at(after)}
+        order by event_log.tx desc, event_log.id desc limit 1) as newest), false) as held_back
     from (select 1) as one left join final on true
     order by final.tx, final.id`.execute(db)
   const rows = result.rows.filter((row) => row.tx !== null).map(toRow)
