@@ -74,6 +74,10 @@ t.test('attachments: served to signed-in users only, as downloads unless they ar
   const viaAttachments = await client.post(owner.cookie, formOf({ filename: 'résumé (final).pdf', content: SAMPLES.pdf, type: 'image/png' }), '/api/attachments')
   t.equal(viaAttachments.status, 201, 'POST /api/attachments takes a file alone')
   const pdf = viaAttachments.json().data!
+  t.equal((await client.post(owner.cookie, formOf(['type', 'attachment'], { filename: 'a.txt', content: SAMPLES.text }), '/api/attachments')).status, 201, 'and a type that repeats its kind')
+  const conflicting = await client.post(owner.cookie, formOf(['type', 'avatar'], { filename: 'a.png', content: SAMPLES.png }), '/api/attachments')
+  t.equal(conflicting.status, 400)
+  t.same(conflicting.json().details, [{ field: 'type', issue: 'must be attachment here, or left out' }])
   t.match(pdf, { mimeType: 'application/pdf', kind: 'attachment', filename: 'résumé (final).pdf' })
 
   const anonymous = await client.get(undefined, String(pdf.url))

@@ -102,14 +102,18 @@ export async function receiveUpload (core: Core, request: FastifyRequest, reply:
   try {
     // One byte past the largest limit reaches the core, which refuses it (the kind's own limit may be lower).
     for await (const part of formParts(request, limit + 1)) {
-      const name = JSON.stringify(part.fieldname)
       if (part.type === 'field') {
-        if (part.fieldname !== 'type' || kind !== undefined) throw validationError(part.fieldname, `is not allowed: the form takes ${kind === undefined ? '"type" and "file"' : '"file"'} only (got ${name})`)
+        if (part.fieldname !== 'type') throw validationError(part.fieldname, `is not allowed: the form takes ${kind === undefined ? '"type" and "file"' : '"file"'} only`)
+        // A route that fixes the kind takes a `type` that repeats it (a form shared with /api/uploads).
+        if (kind !== undefined) {
+          if (part.value !== kind) throw validationError('type', `must be ${kind} here, or left out`)
+          continue
+        }
         if (chosen !== undefined) throw validationError('type', 'must be given once')
         if (!UPLOAD_KINDS.includes(part.value as UploadKind)) throw validationError('type', `must be one of: ${UPLOAD_KINDS.join(', ')}`)
         chosen = part.value as UploadKind
       } else {
-        if (part.fieldname !== 'file') throw validationError(part.fieldname, `is not allowed: the file goes in the field "file" (got ${name})`)
+        if (part.fieldname !== 'file') throw validationError(part.fieldname, 'is not allowed: the file goes in the field "file"')
         if (received !== undefined) throw validationError('file', 'must be one file: the form has more than one')
         if (chosen === undefined) throw validationError('type', 'is required, before the file in the form (avatar or attachment)')
         received = await core.uploads.receive(actor, { kind: chosen, file: { filename: part.filename, stream: part.file } })
