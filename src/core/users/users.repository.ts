@@ -66,7 +66,8 @@ export async function searchByNamePrefix (db: Db, prefix: string, window: PageWi
 
 export async function findPublicUsersByIds (db: Db, ids: readonly string[]): Promise<PublicUserRow[]> {
   if (ids.length === 0) return []
-  return await db.selectFrom('users').select(['id', 'display_name', 'avatar_url', 'created_at']).where('id', 'in', ids).execute()
+  // One array parameter rather than a hundred: the statement is the same text whatever the count.
+  return await db.selectFrom('users').select(['id', 'display_name', 'avatar_url', 'created_at']).where(sql<boolean>`id = any(${[...ids]}::text[])`).execute()
 }
 
 export async function updateProfile (db: Db, id: string, change: { displayName?: string, avatarUrl?: string | null }, now: Date): Promise<Selectable<UsersTable> | undefined> {
