@@ -9,8 +9,9 @@ COPY proto ./proto
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# Compiled to plain JavaScript in dist/ (src/gen came from npm ci's postinstall above and is not in
-# the build context): production runs no TypeScript loader.
+COPY migrations ./migrations
+# src/ and migrations/ compiled to plain JavaScript in dist/src and dist/migrations (src/gen came from
+# npm ci's postinstall above and is not in the build context): production runs no TypeScript loader.
 RUN npm run build && npm prune --omit=dev
 
 FROM node:26-slim
@@ -23,4 +24,4 @@ COPY --from=build --chown=node:node /app/package.json ./
 USER node
 EXPOSE 8080
 VOLUME ["/data"]
-CMD ["node", "--enable-source-maps", "dist/server.js"]
+CMD ["node", "--enable-source-maps", "dist/src/server.js"]

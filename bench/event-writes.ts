@@ -23,7 +23,7 @@ import { Kysely } from 'kysely'
 import pg from 'pg'
 import type { CoreDeps } from '../src/core/deps.js'
 import type { Database } from '../src/db/schema.js'
-import { buildDist, reapOnExit, signIn, startTarget, type Target } from './harness.js'
+import { buildDist, builtModule, reapOnExit, signIn, startTarget, type Target } from './harness.js'
 
 const now = (): number => performance.timeOrigin + performance.now()
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
@@ -266,7 +266,7 @@ async function main (): Promise<void> {
 
   buildDist()
   // The service's own modules as production runs them (compiled), for the write without HTTP.
-  const built = async <T>(path: string): Promise<T> => await import(pathToFileURL(join(import.meta.dirname, '..', 'dist', path)).href) as T
+  const built = async <T>(path: string): Promise<T> => await import(pathToFileURL(builtModule(join(import.meta.dirname, '..'), path)).href) as T
   const { moveTile } = await built<typeof import('../src/core/canvas/tile-move.js')>('core/canvas/tile-move.js')
   const { OutageAwarePostgresDialect } = await built<typeof import('../src/db/outage-dialect.js')>('db/outage-dialect.js')
   const { createPostgresPool } = await built<typeof import('../src/db/postgres-pool.js')>('db/postgres-pool.js')

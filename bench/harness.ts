@@ -1,6 +1,6 @@
 // Shared pieces of the benchmark scripts: child-process targets, autocannon runs, sign-in.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -18,8 +18,8 @@ export const BENCH_JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123'
  */
 export async function importBuilt (): Promise<{ buildApp: typeof import('../src/app.js').buildApp, loadConfig: typeof import('../src/config.js').loadConfig }> {
   const root = process.env.BENCH_SERVICE_ROOT ?? join(import.meta.dirname, '..')
-  const app = pathToFileURL(join(root, 'dist/app.js')).href
-  const config = pathToFileURL(join(root, 'dist/config.js')).href
+  const app = pathToFileURL(builtModule(root, 'app.js')).href
+  const config = pathToFileURL(builtModule(root, 'config.js')).href
   const [{ buildApp }, { loadConfig }] = await Promise.all([import(app) as Promise<typeof import('../src/app.js')>, import(config) as Promise<typeof import('../src/config.js')>])
   return { buildApp, loadConfig }
 }
@@ -28,7 +28,14 @@ export async function importBuilt (): Promise<{ buildApp: typeof import('../src/
  *  all get real answers, never 429s (a cheaper reply would flatter the service). */
 export const UNLIMITED_TIERS = { strict: 1e9, expensive: 1e9, upload: 1e9, canvas: 1e9, write: 1e9, read: 1e9, standard: 1e9 }
 
-/** Compiles `src/` into `dist/` (incremental: quick when nothing changed); every benchmark starts
+/** A compiled module of `src/` in a checkout: `dist/src/<path>`, or `dist/<path>` in checkouts from
+ *  before migrations/ moved to the top level (a baseline build of an older commit). */
+export function builtModule (root: string, path: string): string {
+  const current = join(root, 'dist', 'src', path)
+  return existsSync(current) ? current : join(root, 'dist', path)
+}
+
+/** Compiles `src/` and `migrations/` into `dist/` (incremental: quick when nothing changed); every benchmark starts
  *  with it, so it also says which Node the run is on (targets run on the same binary). */
 export function buildDist (root = join(import.meta.dirname, '..')): void {
   console.log(`node ${process.version}`)

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
-import { UNLIMITED_TIERS, buildDist, importBuilt, reapOnExit } from './harness.js'
+import { UNLIMITED_TIERS, buildDist, builtModule, importBuilt, reapOnExit } from './harness.js'
 import { newId } from '../src/infra/ids.js'
 
 const TILES = 1000
@@ -75,7 +75,7 @@ async function main (): Promise<void> {
   const layoutCount = Number(process.env.BENCH_LAYOUTS ?? 5)
   const rate = Number(process.env.BENCH_HEALTH_RATE ?? 100)
   const { buildApp, loadConfig } = await importBuilt()
-  const { forceDirectedLayout } = await import(pathToFileURL(join(import.meta.dirname, '../dist/core/canvas/layout.js')).href) as typeof import('../src/core/canvas/layout.js')
+  const { forceDirectedLayout } = await import(pathToFileURL(builtModule(join(import.meta.dirname, '..'), 'core/canvas/layout.js')).href) as typeof import('../src/core/canvas/layout.js')
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-'))
   const config = loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
   const app = await buildApp(config, { rateLimit: { maxOverride: UNLIMITED_TIERS } })

@@ -206,9 +206,11 @@ function storage (env: Env, dataDir: string): StorageConfig {
   }
 }
 
-/** Read from package.json next to src/ or dist/, so `node dist/server.js` knows it without npm. */
+/** Read from the project's package.json (above src/, or above dist/src/ when built), so `node
+ *  dist/src/server.js` knows it without npm. */
 function packageVersion (): string {
-  const file = join(import.meta.dirname, '..', 'package.json')
+  const candidates = [join(import.meta.dirname, '..', 'package.json'), join(import.meta.dirname, '..', '..', 'package.json')]
+  const file = candidates.find((path) => existsSync(path)) ?? candidates[0]!
   try {
     const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }
     return typeof version === 'string' ? version : '0.0.0'

@@ -301,10 +301,10 @@ async function outageTests (): Promise<void> {
     t.same(uncaught, [], 'no uncaught exception')
   })
 
-  t.test('the built server (node dist/server.js) survives a Postgres restart under load', async (t) => {
+  t.test('the built server (node dist/src/server.js) survives a Postgres restart under load', async (t) => {
     const build = spawnSync('npm', ['run', '--silent', 'build'], { encoding: 'utf8', timeout: 150_000 })
     t.equal(build.status, 0, build.stderr)
-    const child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.js'], {
+    const child = spawn(process.execPath, ['--enable-source-maps', 'dist/src/server.js'], {
       env: { ...process.env, DATABASE_URL: cluster.url, REDIS_URL: undefined, DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-outage-')), LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' },
       stdio: ['ignore', 'pipe', 'pipe']
     })

@@ -1,5 +1,5 @@
 // The process as operators run it: `npm run migrate` (which builds `dist/` first, as `npm start`
-// does), the built server `node dist/server.js`, and a graceful SIGTERM.
+// does), the built server `node dist/src/server.js`, and a graceful SIGTERM.
 import t from 'tap'
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import http from 'node:http'
@@ -27,7 +27,7 @@ t.test('npm run migrate builds, applies the migrations and exits', async (t) => 
 
 t.test('a bad TRUST_PROXY stops the process at start, naming the variable', async (t) => {
   for (const value of ['10.0.0.0/40', '999.1.1.1']) {
-    const result = spawnSync(process.execPath, ['dist/server.js'], { env: { ...env(), TRUST_PROXY: value }, encoding: 'utf8', timeout: 30_000 })
+    const result = spawnSync(process.execPath, ['dist/src/server.js'], { env: { ...env(), TRUST_PROXY: value }, encoding: 'utf8', timeout: 30_000 })
     t.equal(result.status, 1, value)
     t.match(result.stderr, /Invalid configuration: TRUST_PROXY/)
   }
@@ -111,7 +111,7 @@ function fromAddress (ip: string): Interceptor {
 
 /** The built server (`npm run migrate` above built dist/), once it listens. */
 async function startServer (extra: NodeJS.ProcessEnv): Promise<{ child: ChildProcessWithoutNullStreams, url: string, exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.js'], { env: { ...env(), ...extra } })
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/src/server.js'], { env: { ...env(), ...extra } })
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
     child.stdout.on('data', (chunk: Buffer) => {

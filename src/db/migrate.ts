@@ -1,5 +1,5 @@
 import { Migrator, type Kysely } from 'kysely'
-import { migrations } from './migrations/index.js'
+import { migrations } from '../../migrations/index.js'
 
 /** Applies every pending migration; Kysely's lock table makes concurrent callers safe. */
 export async function migrateToLatest<DB> (db: Kysely<DB>): Promise<void> {
