@@ -217,7 +217,8 @@ t.test('Redis frozen (SIGSTOP): no request waits on it, limits still hold, healt
     // then the client's 500 ms command timeout has failed the first command, and the rest skip Redis.
     t.ok(slowest < 1_000, `slowest answer ${slowest.toFixed(1)} ms`)
     const rest = answers.slice(2).map((x) => x.ms)
-    t.ok(rest.reduce((sum, ms) => sum + ms, 0) / rest.length < 50, `later answers do not wait (mean ${(rest.reduce((s, ms) => s + ms, 0) / rest.length).toFixed(1)} ms)`)
+    // Each would take 250 ms or more had it waited for Redis; half that leaves room for a busy machine.
+    t.ok(rest.reduce((sum, ms) => sum + ms, 0) / rest.length < 125, `later answers do not wait (mean ${(rest.reduce((s, ms) => s + ms, 0) / rest.length).toFixed(1)} ms)`)
     t.equal(await rpcCode(b, uniqueClientIp()), 'ok', 'RPC answered by the other instance too')
     const started = performance.now()
     t.same(await health(b), { httpStatus: 200, status: 'degraded', cache: 'degraded' })
