@@ -13,6 +13,7 @@ const collect = (globalThis as { gc?: () => void }).gc
 process.on('message', (message: { cmd?: string }) => {
   if (message.cmd !== 'rss') return
   for (let i = 0; i < 3; i++) collect?.()
-  process.send?.({ rss: process.memoryUsage().rss, streams: app.live.streams.size })
+  const memory = process.memoryUsage()
+  process.send?.({ rss: memory.rss, heap: memory.heapUsed + memory.external, streams: app.live.streams.size })
 })
 process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })

@@ -7,13 +7,13 @@
 //   3. cross-instance (needs DATABASE_URL): two instances on one Postgres, subscribers on B, writes
 //      at each offered rate to B (same instance) and then to A (the other one) — p99 difference, losses;
 //   4. load balancer (needs DATABASE_URL): --lb-instances instances on one Postgres (and Redis) behind
-//      nginx, started here as a process of its own; streams and writes both go through it (round
-//      robin), so both spread over every instance. Delivery latency split by whether the stream's
+//      nginx, started here as a process of its own; streams and writes (spark retitles) both go
+//      through it (round robin), so both spread over every instance. Delivery latency split by whether the stream's
 //      instance is the one that took the write (nginx names it in `X-Upstream`), losses, duplicates,
 //      and what each event cost Postgres: transactions, event_log rows read, wake-up NOTIFYs, backends.
 // Options: --subscribers 10000 --rate 2 --seconds 10 --rounds 3 --idle 10000 --cross-subscribers 20
 //          --cross-rates 250,1000 --cross-seconds 5 --lb-instances 4 --lb-streams 1000
-//          --lb-rates 20,100 --lb-seconds 10 --only fanout,idle,cross,lb
+//          --lb-rates 10,50 --lb-seconds 10 --only fanout,idle,cross,lb
 //          (DATABASE_URL / REDIS_URL select Postgres / Redis; the stream caps of 5 per user and 20 per
 //          address hold, so streams are spread over users and X-Forwarded-For addresses; the service
 //          logs at `info` unless LOG_LEVEL says otherwise).
@@ -23,7 +23,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { buildDist, reapOnExit } from './harness.js'
+import { buildDist, processCpuSeconds, reapOnExit } from './harness.js'
 
 const option = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -41,7 +41,7 @@ const CROSS_RATES = rates('cross-rates', '250,1000')
 const CROSS_SECONDS = option('cross-seconds', 5)
 const LB_INSTANCES = option('lb-instances', 4)
 const LB_STREAMS = option('lb-streams', 1000)
-const LB_RATES = rates('lb-rates', '20,100')
+const LB_RATES = rates('lb-rates', '10,50')
 const LB_SECONDS = option('lb-seconds', 10)
 const ROUNDS = option('rounds', 3)
 const SCENARIOS = new Set((process.argv[process.argv.indexOf('--only') + 1] ?? '').split(',').filter((x) => process.argv.includes('--only') && x !== ''))
@@ -103,14 +103,10 @@ async function startService (env: Record<string, string>): Promise<Service> {
   }
 }
 
-/** Resident size of the service after full collections, in KB. */
-async function serviceRssKb (service: Service): Promise<number> {
-  return (await ask<{ rss: number }>(service.child, { cmd: 'rss' })).rss / 1024
-}
-
-function rssKb (pid: number | undefined): number {
-  const status = readFileSync(`/proc/${String(pid)}/status`, 'utf8')
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN)
+/** Resident size of a target (the service, or the raw broadcaster) after full collections, and the part of it that is V8's heap and external memory, in KB. */
+async function memoryAfterGcKb (child: ChildProcess): Promise<{ rss: number, heap: number }> {
+  const { rss, heap } = await ask<{ rss: number, heap: number }>(child, { cmd: 'rss' })
+  return { rss: rss / 1024, heap: heap / 1024 }
 }
 
 const clientIp = (group: number): string => `10.${(group >> 16) & 255}.${(group >> 8) & 255}.${group & 255}`
@@ -155,7 +151,7 @@ async function signInMany (target: Service, count: number, label: string): Promi
 
 /** A write's outcome: false when it failed, else true or the instance that took it (behind a load balancer). */
 type Write = (seq: number) => Promise<boolean | string>
-interface Drive { acks: Array<[number, number, string?]>, failures: number, achievedRate: number }
+interface Drive { acks: Array<[number, number, string?]>, failures: number, failedWith: Map<string, number>, achievedRate: number }
 let nextSeq = 1
 
 /** Issues `rate × seconds` writes on schedule (open loop), recording each acknowledgement time (and writer). */
@@ -163,6 +159,11 @@ async function drive (rate: number, seconds: number, write: Write): Promise<Driv
   const acks: Array<[number, number, string?]> = []
   const pending: Array<Promise<void>> = []
   let failures = 0
+  const failedWith = new Map<string, number>()
+  const failed = (why: string): void => {
+    failures++
+    failedWith.set(why, (failedWith.get(why) ?? 0) + 1)
+  }
   const total = Math.round(rate * seconds)
   const start = now()
   for (let i = 0; i < total; i++) {
@@ -170,12 +171,12 @@ async function drive (rate: number, seconds: number, write: Write): Promise<Driv
     if (wait >= 1) await sleep(wait)
     const seq = nextSeq++
     pending.push(write(seq).then((ok) => {
-      if (ok === false) failures++
+      if (ok === false) failed('refused')
       else acks.push(typeof ok === 'string' ? [seq, now(), ok] : [seq, now()])
-    }, () => { failures++ }))
+    }, (error: unknown) => { failed(error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error)) }))
   }
   await Promise.all(pending)
-  return { acks, failures, achievedRate: total / ((now() - start) / 1000) }
+  return { acks, failures, failedWith, achievedRate: total / ((now() - start) / 1000) }
 }
 
 interface Summary { n: number, p50: number, p99: number, max: number }
@@ -213,7 +214,7 @@ function line (label: string, r: Report & Drive & { expected: number }): string 
   const lost = r.expected - r.received
   return `  ${label.padEnd(34)} p50 ${fixed(r.p50)} ms   p99 ${fixed(r.p99)} ms   max ${fixed(r.max)} ms   ` +
     `delivered ${r.received}/${r.expected}${lost === 0 ? '' : ` (LOST ${lost})`}${r.duplicates === 0 ? '' : ` DUPLICATED ${r.duplicates}`}   ` +
-    `writes ${r.acks.length} at ${r.achievedRate.toFixed(0)}/s${r.failures > 0 ? ` (${r.failures} failed)` : ''}`
+    `writes ${r.acks.length} at ${r.achievedRate.toFixed(0)}/s${r.failures > 0 ? ` (${r.failures} failed: ${[...r.failedWith].map(([why, n]) => `${why} ×${n}`).join(', ')})` : ''}`
 }
 
 /** Opens every stream (all must succeed); answers how many each instance behind a load balancer got. */
@@ -228,7 +229,7 @@ buildDist()
 console.log(`database: ${database}, cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}`)
 const serviceEnv = { TRUST_PROXY: '127.0.0.1' }
 const service = await startService(serviceEnv)
-const rawChild = spawnScript('sse-raw.ts')
+const rawChild = spawnScript('sse-raw.ts', {}, ['--expose-gc'])
 const rawUrl = await listening(rawChild)
 let subscribers = spawnScript('sse-subscribers.ts')
 
@@ -267,7 +268,8 @@ const sample = { id: roomId, name: 'seq-0', isPublic: true, createdBy: 'user_xxx
 const rename = (url: string) => async (seq: number): Promise<boolean | string> => {
   const res = await fetch(`${url}/api/rooms/${roomId}`, { method: 'PATCH', headers: owner, body: JSON.stringify({ name: `seq-${seq}` }) })
   await res.arrayBuffer()
-  return res.ok && (res.headers.get('x-upstream') ?? true)
+  if (!res.ok) throw new Error(`HTTP ${res.status}`)
+  return res.headers.get('x-upstream') ?? true
 }
 const publishRaw = async (seq: number): Promise<boolean> => {
   const body = JSON.stringify({ type: 'room:updated', payload: { ...sample, name: `seq-${seq}` }, timestamp: new Date().toISOString(), userId: sample.createdBy })
@@ -285,19 +287,21 @@ const median = (values: number[]): number => {
 // 2. Idle memory first, on a settled process.
 if (runs('idle')) {
   await sleep(1_000)
-  const idleBefore = await serviceRssKb(service)
+  const idleBefore = await memoryAfterGcKb(service.child)
   await openAll(subscribers, serviceTargets(service.url, IDLE))
   await sleep(3_000)
-  const idleAfter = await serviceRssKb(service)
+  const idleAfter = await memoryAfterGcKb(service.child)
   await freshSubscribers()
-  const rawBefore = rssKb(rawChild.pid)
+  const rawBefore = await memoryAfterGcKb(rawChild)
   await openAll(subscribers, rawTargets(IDLE))
   await sleep(3_000)
-  const rawAfter = rssKb(rawChild.pid)
+  const rawAfter = await memoryAfterGcKb(rawChild)
   await freshSubscribers()
   console.log(`\n2. Idle streams: ${IDLE} open`)
-  console.log(`  service: +${((idleAfter - idleBefore) / 1024).toFixed(1)} MB resident → ${((idleAfter - idleBefore) / IDLE).toFixed(1)} KB per stream (goal ≤ 30 KB)`)
-  console.log(`  raw node:http: +${((rawAfter - rawBefore) / 1024).toFixed(1)} MB resident → ${((rawAfter - rawBefore) / IDLE).toFixed(1)} KB per connection`)
+  const perStream = (after: { rss: number, heap: number }, before: { rss: number, heap: number }): string =>
+    `+${((after.rss - before.rss) / 1024).toFixed(1)} MB resident → ${((after.rss - before.rss) / IDLE).toFixed(1)} KB each, of which V8 heap and external ${((after.heap - before.heap) / IDLE).toFixed(1)} KB`
+  console.log(`  service: ${perStream(idleAfter, idleBefore)} per stream (goal ≤ 10 KB)`)
+  console.log(`  raw node:http: ${perStream(rawAfter, rawBefore)} per connection (both after full collections)`)
 }
 
 // 1. Fan-out: rounds alternate raw and service (this machine is shared; medians damp its noise).
@@ -403,8 +407,12 @@ ${upstreams.map((u) => `    server ${u};`).join('\n')}
   return { url, stop: () => { child.kill('SIGTERM') } }
 }
 
-/** This database's counters in Postgres's statistics, and the live channel's wake-ups heard by a listener of its own. */
-async function postgresCounters (databaseUrl: string): Promise<{ read (): Promise<Record<string, number>>, close (): Promise<void> }> {
+/**
+ * This database's counters in Postgres's statistics, the live channel's wake-ups heard by a listener
+ * of its own, and CPU seconds used so far by this database's backends (from /proc: Postgres runs on
+ * this machine) and by the `instances` processes.
+ */
+async function postgresCounters (databaseUrl: string, instances: Array<number | undefined>): Promise<{ read (): Promise<Record<string, number>>, close (): Promise<void> }> {
   const client = new pg.Client({ connectionString: databaseUrl })
   const listener = new pg.Client({ connectionString: databaseUrl })
   await Promise.all([client.connect(), listener.connect()])
@@ -415,6 +423,8 @@ async function postgresCounters (databaseUrl: string): Promise<{ read (): Promis
     if (n.payload?.startsWith('e:') === true) wakeUps++
   })
   await listener.query('listen canvas_live')
+  /** Backends seen so far with the CPU they had used when first seen (they live as long as their pools). */
+  const backendsAtStart = new Map<number, number>()
   return {
     async read () {
       // Statistics are sent to the collector when a backend's transaction ends: give them a moment.
@@ -424,7 +434,17 @@ async function postgresCounters (databaseUrl: string): Promise<{ read (): Promis
           (select coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) from pg_stat_user_tables where relname = 'event_log') as event_rows,
           (select coalesce(max(id), 0) from event_log) as newest,
           (select count(*) from pg_stat_activity where datname = current_database()) as backends`)).rows[0]
-      return { transactions: Number(row?.transactions), eventRows: Number(row?.event_rows), events: Number(row?.newest), backends: Number(row?.backends), wakeUps, notifications }
+      const pids = (await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database()')).rows.map((r) => r.pid)
+      let postgresCpu = 0
+      for (const pid of pids) {
+        const used = processCpuSeconds(pid)
+        if (Number.isNaN(used)) continue
+        if (!backendsAtStart.has(pid)) backendsAtStart.set(pid, used)
+        postgresCpu += used - (backendsAtStart.get(pid) ?? used)
+      }
+      let instancesCpu = 0
+      for (const pid of instances) instancesCpu += processCpuSeconds(pid) || 0
+      return { transactions: Number(row?.transactions), eventRows: Number(row?.event_rows), events: Number(row?.newest), backends: Number(row?.backends), wakeUps, notifications, postgresCpu, instancesCpu }
     },
     async close () { await Promise.all([client.end(), listener.end()]) }
   }
@@ -439,13 +459,26 @@ if (!runs('lb')) {
   const spread = await openAll(subscribers, serviceTargets(lb.url, LB_STREAMS))
   console.log(`\n4. ${LB_INSTANCES} instances behind nginx (round robin), one Postgres, ${process.env.REDIS_URL === undefined ? 'no Redis' : 'one Redis'}; ` +
     `${LB_STREAMS} streams through it (${Object.values(spread).join(' / ')} per instance), writes through it too, ${LB_SECONDS} s per offered rate`)
-  const counters = await postgresCounters(process.env.DATABASE_URL)
+  // Writes retitle sparks of the room in turn, not the room itself: writes to one row wait for each
+  // other's row lock, which would measure that queue rather than delivery.
+  const sparks: string[] = []
+  for (let i = 0; i < 64; i++) {
+    const res = await fetch(`${service.url}/api/sparks`, { method: 'POST', headers: owner, body: JSON.stringify({ title: 'bench', content: '', roomId, x: i * 220, y: 0 }) })
+    sparks.push((await res.json() as { data: { id: string } }).data.id)
+  }
+  const retitle = async (seq: number): Promise<boolean | string> => {
+    const res = await fetch(`${lb.url}/api/sparks/${sparks[seq % sparks.length] ?? ''}`, { method: 'PATCH', headers: owner, body: JSON.stringify({ title: `seq-${seq}` }) })
+    await res.arrayBuffer()
+    if (!res.ok) throw new Error(`HTTP ${res.status}`)
+    return res.headers.get('x-upstream') ?? true
+  }
+  const counters = await postgresCounters(process.env.DATABASE_URL, instances.map((i) => i.child.pid))
   await sleep(1_000)
   const idle = await counters.read()
   console.log(`  Postgres backends of this database with every instance idle: ${idle.backends - 2} (2 more are this benchmark's)`)
   for (const rate of LB_RATES) {
     const before = await counters.read()
-    const r = await measure(subscribers, LB_STREAMS, rate, LB_SECONDS, rename(lb.url))
+    const r = await measure(subscribers, LB_STREAMS, rate, LB_SECONDS, retitle)
     await sleep(1_500)
     const after = await counters.read()
     const events = after.events - before.events
@@ -456,7 +489,8 @@ if (!runs('lb')) {
     console.log(`    lost ${r.expected - r.received}, duplicated ${r.duplicates} (goal 0 and 0)`)
     console.log(`    per event (${events} written, warm-up included): Postgres transactions ${per(after.transactions - before.transactions)}, ` +
       `event_log rows read ${per(after.eventRows - before.eventRows)} (${per((after.eventRows - before.eventRows) / LB_INSTANCES)} per instance), ` +
-      `wake-up NOTIFYs ${per(after.wakeUps - before.wakeUps)} (all NOTIFYs ${per(after.notifications - before.notifications)}); backends ${after.backends - 2}`)
+      `wake-up NOTIFYs ${per(after.wakeUps - before.wakeUps)} (all NOTIFYs ${per(after.notifications - before.notifications)}); backends ${after.backends - 2}; ` +
+      `CPU ms: Postgres (this database's backends) ${per(1000 * (after.postgresCpu - before.postgresCpu))}, the ${LB_INSTANCES} instances ${per(1000 * (after.instancesCpu - before.instancesCpu))}`)
   }
   await counters.close()
   await freshSubscribers()
