@@ -63,7 +63,8 @@ export function createLimiterCounts (options: LimiterCountsOptions): LimiterCoun
   function report (): void {
     reportTimer = undefined
     if (unreportedCount === 0) {
-      options.log.info({}, 'rate limiter: every count answered by Redis in time again')
+      // Said as seen: with no requests at all meanwhile, Redis may still be down (its own line says when it is back).
+      options.log.info({}, `rate limiter: no request answered from this instance's own count in the last ${REPORT_EVERY_MS / 1000} s`)
       return
     }
     const counts = takeUnreported()
