@@ -72,7 +72,10 @@ t.test('10,000 replays of a logged-out cookie cost at most a handful of statemen
   t.equal(statuses.get('/api/sync/subscribe 401'), 5_000, 'the event stream refused 5,000 times')
   const sessionReads = sessionStatements()
   t.ok(sessionReads.length <= 2, `${sessionReads.length} session statements for 10,000 requests`)
-  t.ok(statements.length <= 10, `${statements.length} statements in all while they ran (background work of both instances included)`)
+  // Besides the sessions: the live delivery's own polls of the event log (every 2 s per instance, on
+  // PGlite through this same handle), which a slow machine stretches over more of them.
+  const others = statements.filter((s) => !/\bsessions\b|\bevent_log\b/.test(s))
+  t.ok(others.length <= 5, `${others.length} other statements while they ran (${statements.length} in all, the event log's polls included)`)
 })
 
 t.test('a well-signed cookie naming a session the database never had: one read, then none', async (t) => {
