@@ -23,15 +23,16 @@ t.teardown(async () => { await database.close() })
 
 interface LogLine { level: number, msg: string, [key: string]: unknown }
 const lines: LogLine[] = []
-const logStream = { write: (line: string) => { lines.push(JSON.parse(line) as LogLine) } }
+const fastLines: LogLine[] = []
+const collect = (into: LogLine[]) => ({ write: (line: string) => { into.push(JSON.parse(line) as LogLine) } })
 const WARN = 40
 const INFO = 30
-const limiterLines = (level: number): LogLine[] => lines.filter((l) => l.level === level && l.msg.startsWith('rate limiter:'))
+const limiterLines = (level: number, from = lines): LogLine[] => from.filter((l) => l.level === level && l.msg.startsWith('rate limiter:'))
 
 const prefix = `test-slow-${randomUUID()}:`
-const slow = await startApp({ REDIS_URL: proxy.url, RATE_LIMIT_KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, { database, logStream })
+const slow = await startApp({ REDIS_URL: proxy.url, RATE_LIMIT_KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, { database, logStream: collect(lines) })
 t.teardown(slow.close)
-const fast = await startApp({ REDIS_URL: redis.url, RATE_LIMIT_KEY_PREFIX: prefix }, { database })
+const fast = await startApp({ REDIS_URL: redis.url, RATE_LIMIT_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' }, { database, logStream: collect(fastLines) })
 t.teardown(fast.close)
 const inspect = new Redis(redis.url, { maxRetriesPerRequest: 0 })
 t.teardown(() => { inspect.disconnect() })
@@ -83,7 +84,10 @@ t.test('reads on the slow instance are answered from its own count, counted in R
   t.match(warnings[0]?.msg, /did not answer within the read tier's wait/)
   t.match(warnings[0], { tier: 'read', waitMs: 10, late: { read: 1 } }, 'it names the tier, its wait and the count')
   t.same(await health(slow), { httpStatus: 200, status: 'degraded', cache: 'degraded' }, 'health: cache degraded (still 200: the API works)')
-  t.same(await health(fast), { httpStatus: 200, status: 'healthy', cache: 'healthy' }, 'the instance that reaches Redis in time is healthy')
+  // F reaches Redis directly; only on a machine so busy that a reply of its own took over 10 ms is
+  // it degraded too, and then it logged that itself.
+  const fastWasLate = limiterLines(WARN, fastLines).length > 0
+  t.equal((await health(fast)).cache, fastWasLate ? 'degraded' : 'healthy', `the instance that reaches Redis directly: ${fastWasLate ? 'late once itself, and says so' : 'healthy'}`)
 })
 
 t.test('the strict tier waits for the late Redis: its limit holds across both instances', async (t) => {
@@ -104,8 +108,9 @@ t.test('the strict tier waits for the late Redis: its limit holds across both in
 t.test('a summary line while late answers go on, then healthy again by itself', async (t) => {
   await eventually('the summary of the period', () => limiterLines(WARN).length >= 2, 15_000)
   const summary = limiterLines(WARN)[1]
-  t.match(summary?.msg, /19 requests answered from this instance's own count in the last 10 s/)
-  t.match(summary, { late: { read: 19 }, total: 19, waitsMs: { read: 10, strict: 250 } })
+  t.match(summary?.msg, /\d+ requests answered from this instance's own count in the last 10 s/)
+  // The other 19 reads (a read cannot beat the proxy's 50 ms, so all were late).
+  t.match(summary, { late: { read: 19 }, waitsMs: { read: 10, strict: 250 } })
   // Nothing late since: degraded ends 10 s after the last late answer, and a line says so.
   await eventually('health healthy again', async () => (await health(slow)).cache === 'healthy', 15_000)
   t.same(await health(slow), { httpStatus: 200, status: 'healthy', cache: 'healthy' })
