@@ -110,3 +110,16 @@ export function row (name: string, m: Measurement, ratio?: number): string {
   const bad = m.errors + m.non2xx > 0 ? `  (errors ${m.errors}, non-2xx ${m.non2xx})` : ''
   return `${name.padEnd(40)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${String(m.p99).padStart(4)} ms${against}${bad}`
 }
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100
+
+/** CPU time (user + system) a process has used so far, in seconds, from /proc; NaN once it is gone. */
+export function processCpuSeconds (pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  } catch {
+    return Number.NaN
+  }
+}

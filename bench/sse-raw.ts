@@ -32,4 +32,12 @@ server.listen(0, '127.0.0.1', () => {
   const address = server.address()
   if (address !== null && typeof address === 'object') console.log(`listening http://127.0.0.1:${address.port}`)
 })
+// Resident size after full collections ({ cmd: 'rss' } over IPC, run with --expose-gc), as the service answers it.
+const collect = (globalThis as { gc?: () => void }).gc
+process.on('message', (message: { cmd?: string }) => {
+  if (message.cmd !== 'rss') return
+  for (let i = 0; i < 3; i++) collect?.()
+  const memory = process.memoryUsage()
+  process.send?.({ rss: memory.rss, heap: memory.heapUsed + memory.external, streams: streams.size })
+})
 process.on('SIGTERM', () => { process.exit(0) })

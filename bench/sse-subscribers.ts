@@ -2,31 +2,46 @@
 // (epoch milliseconds from the high-resolution clock, comparable with the parent's). Driven over IPC:
 //   { cmd: 'open', targets: [{ url, headers }] }  → { opened, failed, statuses }
 //   { cmd: 'received' }                             → { received }: messages with a marker so far
-//   { cmd: 'report', acks: [[seq, ackTime]] }       → latency summary (receipt − acknowledgement)
+//   { cmd: 'report', acks: [[seq, ackTime, writer?]] }
+//                                                   → latency summary (receipt − acknowledgement), duplicates,
+//                                                     and, when acks name their writer, the summary split by
+//                                                     whether the stream's instance (its `x-upstream` response
+//                                                     header, set by a load balancer) is the writer's
 //   { cmd: 'close' }                                → closes everything
-// A message's marker is `seq-<n>` anywhere in its data; heartbeats carry none and are ignored.
+// A message's marker is `seq-<n>` anywhere in its data; heartbeats carry none and are ignored. A
+// stream that receives a marker it already had counts a duplicate, not a second delivery.
 import { request, type ClientRequest } from 'node:http'
 
 interface Target { url: string, headers: Record<string, string> }
 type Command =
   | { cmd: 'open', targets: Target[] }
-  | { cmd: 'report', acks: Array<[number, number]> }
+  | { cmd: 'report', acks: Array<[number, number, string?]> }
   | { cmd: 'received' }
   | { cmd: 'close' }
 
+/** One open stream: the instance that serves it (behind a load balancer) and the markers it has had. */
+interface Connection { upstream: string | undefined, seen: Set<number> }
+
 const now = (): number => performance.timeOrigin + performance.now()
-const receipts = new Map<number, number[]>()
+const receipts = new Map<number, Array<{ at: number, connection: Connection }>>()
 let receivedCount = 0
+let duplicates = 0
 const requests: ClientRequest[] = []
+const connections: Connection[] = []
 const MARKER = /seq-(\d+)/
 
-function record (frame: string, at: number): void {
+function record (frame: string, at: number, connection: Connection): void {
   const match = MARKER.exec(frame)
   if (match?.[1] === undefined) return
   const seq = Number(match[1])
+  if (connection.seen.has(seq)) {
+    duplicates++
+    return
+  }
+  connection.seen.add(seq)
   let times = receipts.get(seq)
   if (times === undefined) receipts.set(seq, times = [])
-  times.push(at)
+  times.push({ at, connection })
   receivedCount++
 }
 
@@ -39,13 +54,16 @@ async function open (target: Target): Promise<number> {
         return
       }
       res.setEncoding('utf8')
+      const upstream = res.headers['x-upstream']
+      const connection: Connection = { upstream: typeof upstream === 'string' ? upstream : undefined, seen: new Set() }
+      connections.push(connection)
       let buffer = ''
       res.on('data', (chunk: string) => {
         const at = now()
         buffer += chunk
         let end: number
         while ((end = buffer.indexOf('\n\n')) !== -1) {
-          record(buffer.slice(0, end), at)
+          record(buffer.slice(0, end), at, connection)
           buffer = buffer.slice(end + 2)
         }
       })
@@ -63,6 +81,18 @@ function percentile (sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN
 }
 
+function summary (latencies: number[]): { n: number, p50: number, p99: number, max: number } {
+  const sorted = Float64Array.from(latencies).sort()
+  return { n: sorted.length, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? Number.NaN }
+}
+
+function clearReceipts (): void {
+  receipts.clear()
+  receivedCount = 0
+  duplicates = 0
+  for (const connection of connections) connection.seen.clear()
+}
+
 process.on('message', (message: Command) => {
   void (async () => {
     if (message.cmd === 'open') {
@@ -76,26 +106,29 @@ process.on('message', (message: Command) => {
           if (status === 200) opened++
         }
       }
-      receipts.clear()
-      receivedCount = 0
-      process.send?.({ opened, failed: message.targets.length - opened, statuses })
+      clearReceipts()
+      const upstreams: Record<string, number> = {}
+      for (const connection of connections) if (connection.upstream !== undefined) upstreams[connection.upstream] = (upstreams[connection.upstream] ?? 0) + 1
+      process.send?.({ opened, failed: message.targets.length - opened, statuses, upstreams })
     } else if (message.cmd === 'received') {
       process.send?.({ received: receivedCount })
     } else if (message.cmd === 'report') {
       const latencies: number[] = []
-      let received = 0
-      for (const [seq, ack] of message.acks) {
-        for (const at of receipts.get(seq) ?? []) {
-          latencies.push(Math.max(0, at - ack))
-          received++
+      const same: number[] = []
+      const cross: number[] = []
+      for (const [seq, ack, writer] of message.acks) {
+        for (const { at, connection } of receipts.get(seq) ?? []) {
+          const latency = Math.max(0, at - ack)
+          latencies.push(latency)
+          if (writer !== undefined && connection.upstream !== undefined) (connection.upstream === writer ? same : cross).push(latency)
         }
       }
-      const sorted = Float64Array.from(latencies).sort()
-      process.send?.({ received, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? Number.NaN })
-      receipts.clear()
-      receivedCount = 0
+      const all = summary(latencies)
+      process.send?.({ received: all.n, p50: all.p50, p99: all.p99, max: all.max, duplicates, same: summary(same), cross: summary(cross) })
+      clearReceipts()
     } else {
       for (const req of requests.splice(0)) req.destroy()
+      connections.length = 0
       process.send?.({ closed: true })
     }
   })()

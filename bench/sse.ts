@@ -5,28 +5,44 @@
 //   1. fan-out: N subscribers of one room, R events/s (a room rename each) — p50/p99 vs raw;
 //   2. idle memory: M open streams — resident memory per stream (and per raw connection);
 //   3. cross-instance (needs DATABASE_URL): two instances on one Postgres, subscribers on B, writes
-//      at each offered rate to B (same instance) and then to A (the other one) — p99 difference, losses.
-// Options: --subscribers 2000 --rate 10 --seconds 10 --rounds 3 --idle 5000 --cross-subscribers 20
-//          --cross-rates 250,1000 --cross-seconds 5 --only fanout,idle,cross
-//          (DATABASE_URL / REDIS_URL select Postgres / Redis).
+//      at each offered rate to B (same instance) and then to A (the other one) — p99 difference, losses;
+//   4. load balancer (needs DATABASE_URL): --lb-instances instances on one Postgres (and Redis) behind
+//      nginx, started here as a process of its own; streams and writes (spark retitles) both go
+//      through it (round robin), so both spread over every instance. Delivery latency split by whether the stream's
+//      instance is the one that took the write (nginx names it in `X-Upstream`), losses, duplicates,
+//      and what each event cost Postgres: transactions, event_log rows read, wake-up NOTIFYs, backends.
+// Options: --subscribers 10000 --rate 2 --seconds 10 --rounds 3 --idle 10000 --cross-subscribers 20
+//          --cross-rates 250,1000 --cross-seconds 5 --lb-instances 4 --lb-streams 1000
+//          --lb-rates 10,50 --lb-seconds 10 --only fanout,idle,cross,lb
+//          (DATABASE_URL / REDIS_URL select Postgres / Redis; the stream caps of 5 per user and 20 per
+//          address hold, so streams are spread over users and X-Forwarded-For addresses; the service
+//          logs at `info` unless LOG_LEVEL says otherwise).
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { buildDist, reapOnExit } from './harness.js'
+import pg from 'pg'
+import { buildDist, processCpuSeconds, reapOnExit } from './harness.js'
 
 const option = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
   const value = at === -1 ? undefined : Number(process.argv[at + 1])
   return value === undefined || !Number.isFinite(value) ? fallback : value
 }
-const SUBSCRIBERS = option('subscribers', 2000)
-const RATE = option('rate', 10)
+const rates = (name: string, fallback: string): number[] =>
+  (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] ?? '' : fallback).split(',').map(Number).filter((n) => n > 0)
+const SUBSCRIBERS = option('subscribers', 10_000)
+const RATE = option('rate', 2)
 const SECONDS = option('seconds', 10)
-const IDLE = option('idle', 5000)
+const IDLE = option('idle', 10_000)
 const CROSS_SUBSCRIBERS = option('cross-subscribers', 20)
-const CROSS_RATES = (process.argv.includes('--cross-rates') ? process.argv[process.argv.indexOf('--cross-rates') + 1] ?? '' : '250,1000').split(',').map(Number).filter((n) => n > 0)
+const CROSS_RATES = rates('cross-rates', '250,1000')
 const CROSS_SECONDS = option('cross-seconds', 5)
+const LB_INSTANCES = option('lb-instances', 4)
+const LB_STREAMS = option('lb-streams', 1000)
+const LB_RATES = rates('lb-rates', '10,50')
+const LB_SECONDS = option('lb-seconds', 10)
 const ROUNDS = option('rounds', 3)
 const SCENARIOS = new Set((process.argv[process.argv.indexOf('--only') + 1] ?? '').split(',').filter((x) => process.argv.includes('--only') && x !== ''))
 const runs = (name: string): boolean => SCENARIOS.size === 0 || SCENARIOS.has(name)
@@ -44,14 +60,19 @@ function spawnScript (file: string, env: Record<string, string | undefined> = {}
   }))
 }
 
+/** The URL a child prints as `listening <url>`; what it writes after that (the service's log) is read and dropped. */
 async function listening (child: ChildProcess): Promise<string> {
   return await new Promise((resolve, reject) => {
     let out = ''
-    child.stdout?.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer): void => {
       out += chunk.toString()
-      const match = /listening (\S+)/.exec(out)
-      if (match?.[1] !== undefined) resolve(match[1])
-    })
+      const match = /(?:^|\n)listening (http\S+)/.exec(out)
+      if (match?.[1] === undefined) return
+      child.stdout?.off('data', onData)
+      child.stdout?.resume()
+      resolve(match[1])
+    }
+    child.stdout?.on('data', onData)
     child.once('exit', (code) => { reject(new Error(`exited with ${String(code)}`)) })
   })
 }
@@ -82,14 +103,10 @@ async function startService (env: Record<string, string>): Promise<Service> {
   }
 }
 
-/** Resident size of the service after full collections, in KB. */
-async function serviceRssKb (service: Service): Promise<number> {
-  return (await ask<{ rss: number }>(service.child, { cmd: 'rss' })).rss / 1024
-}
-
-function rssKb (pid: number | undefined): number {
-  const status = readFileSync(`/proc/${String(pid)}/status`, 'utf8')
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN)
+/** Resident size of a target (the service, or the raw broadcaster) after full collections, and the part of it that is V8's heap and external memory, in KB. */
+async function memoryAfterGcKb (child: ChildProcess): Promise<{ rss: number, heap: number }> {
+  const { rss, heap } = await ask<{ rss: number, heap: number }>(child, { cmd: 'rss' })
+  return { rss: rss / 1024, heap: heap / 1024 }
 }
 
 const clientIp = (group: number): string => `10.${(group >> 16) & 255}.${(group >> 8) & 255}.${group & 255}`
@@ -132,27 +149,38 @@ async function signInMany (target: Service, count: number, label: string): Promi
   return cookies
 }
 
-interface Drive { acks: Array<[number, number]>, failures: number, achievedRate: number }
+/** A write's outcome: false when it failed, else true or the instance that took it (behind a load balancer). */
+type Write = (seq: number) => Promise<boolean | string>
+interface Drive { acks: Array<[number, number, string?]>, failures: number, failedWith: Map<string, number>, achievedRate: number }
 let nextSeq = 1
 
-/** Issues `rate × seconds` writes on schedule (open loop), recording each acknowledgement time. */
-async function drive (rate: number, seconds: number, write: (seq: number) => Promise<boolean>): Promise<Drive> {
-  const acks: Array<[number, number]> = []
+/** Issues `rate × seconds` writes on schedule (open loop), recording each acknowledgement time (and writer). */
+async function drive (rate: number, seconds: number, write: Write): Promise<Drive> {
+  const acks: Array<[number, number, string?]> = []
   const pending: Array<Promise<void>> = []
   let failures = 0
+  const failedWith = new Map<string, number>()
+  const failed = (why: string): void => {
+    failures++
+    failedWith.set(why, (failedWith.get(why) ?? 0) + 1)
+  }
   const total = Math.round(rate * seconds)
   const start = now()
   for (let i = 0; i < total; i++) {
     const wait = start + i * 1000 / rate - now()
     if (wait >= 1) await sleep(wait)
     const seq = nextSeq++
-    pending.push(write(seq).then((ok) => { if (ok) acks.push([seq, now()]); else failures++ }, () => { failures++ }))
+    pending.push(write(seq).then((ok) => {
+      if (ok === false) failed('refused')
+      else acks.push(typeof ok === 'string' ? [seq, now(), ok] : [seq, now()])
+    }, (error: unknown) => { failed(error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error)) }))
   }
   await Promise.all(pending)
-  return { acks, failures, achievedRate: total / ((now() - start) / 1000) }
+  return { acks, failures, failedWith, achievedRate: total / ((now() - start) / 1000) }
 }
 
-interface Report { received: number, p50: number, p99: number, max: number }
+interface Summary { n: number, p50: number, p99: number, max: number }
+interface Report { received: number, p50: number, p99: number, max: number, duplicates: number, same: Summary, cross: Summary }
 
 /** Waits until every expected message arrived, or none arrived for 3 s (those are counted as lost). */
 async function settle (subscribers: ChildProcess, expected: number): Promise<void> {
@@ -171,7 +199,7 @@ async function settle (subscribers: ChildProcess, expected: number): Promise<voi
   }
 }
 
-async function measure (subscribers: ChildProcess, connections: number, rate: number, seconds: number, write: (seq: number) => Promise<boolean>): Promise<Report & Drive & { expected: number }> {
+async function measure (subscribers: ChildProcess, connections: number, rate: number, seconds: number, write: Write): Promise<Report & Drive & { expected: number }> {
   // Warm-up (JIT, keep-alive connections), not counted.
   const warm = await drive(rate, Math.min(1, seconds), write)
   await settle(subscribers, warm.acks.length * connections)
@@ -185,12 +213,15 @@ async function measure (subscribers: ChildProcess, connections: number, rate: nu
 function line (label: string, r: Report & Drive & { expected: number }): string {
   const lost = r.expected - r.received
   return `  ${label.padEnd(34)} p50 ${fixed(r.p50)} ms   p99 ${fixed(r.p99)} ms   max ${fixed(r.max)} ms   ` +
-    `delivered ${r.received}/${r.expected}${lost === 0 ? '' : ` (LOST ${lost})`}   writes ${r.acks.length} at ${r.achievedRate.toFixed(0)}/s${r.failures > 0 ? ` (${r.failures} failed)` : ''}`
+    `delivered ${r.received}/${r.expected}${lost === 0 ? '' : ` (LOST ${lost})`}${r.duplicates === 0 ? '' : ` DUPLICATED ${r.duplicates}`}   ` +
+    `writes ${r.acks.length} at ${r.achievedRate.toFixed(0)}/s${r.failures > 0 ? ` (${r.failures} failed: ${[...r.failedWith].map(([why, n]) => `${why} ×${n}`).join(', ')})` : ''}`
 }
 
-async function openAll (subscribers: ChildProcess, targets: Array<{ url: string, headers: Record<string, string> }>): Promise<void> {
-  const result = await ask<{ opened: number, failed: number, statuses: Record<string, number> }>(subscribers, { cmd: 'open', targets })
+/** Opens every stream (all must succeed); answers how many each instance behind a load balancer got. */
+async function openAll (subscribers: ChildProcess, targets: Array<{ url: string, headers: Record<string, string> }>): Promise<Record<string, number>> {
+  const result = await ask<{ opened: number, failed: number, statuses: Record<string, number>, upstreams: Record<string, number> }>(subscribers, { cmd: 'open', targets })
   if (result.failed > 0) throw new Error(`could not open every stream: ${JSON.stringify(result.statuses)}`)
+  return result.upstreams
 }
 
 const database = process.env.DATABASE_URL === undefined ? 'PGlite (embedded)' : 'Postgres'
@@ -198,18 +229,18 @@ buildDist()
 console.log(`database: ${database}, cache: ${process.env.REDIS_URL === undefined ? 'memory' : 'Redis'}`)
 const serviceEnv = { TRUST_PROXY: '127.0.0.1' }
 const service = await startService(serviceEnv)
-const rawChild = spawnScript('sse-raw.ts')
+const rawChild = spawnScript('sse-raw.ts', {}, ['--expose-gc'])
 const rawUrl = await listening(rawChild)
 let subscribers = spawnScript('sse-subscribers.ts')
 
-const userCount = Math.ceil(Math.max(SUBSCRIBERS, IDLE, CROSS_SUBSCRIBERS) / STREAMS_PER_USER)
+const userCount = Math.ceil(Math.max(SUBSCRIBERS, IDLE, CROSS_SUBSCRIBERS, LB_STREAMS) / STREAMS_PER_USER)
 const signInStarted = now()
 const [ownerCookie, ...cookies] = await signInMany(service, userCount + 1, 'sse')
 console.log(`signed in ${userCount + 1} users in ${((now() - signInStarted) / 1000).toFixed(1)} s`)
 const owner = { cookie: `app_session=${ownerCookie ?? ''}`, 'content-type': 'application/json' }
 const room = await (await fetch(`${service.url}/api/rooms`, { method: 'POST', headers: owner, body: JSON.stringify({ name: 'bench', isPublic: true }) })).json() as { data: { id: string } }
 const roomId = room.data.id
-const members = Math.ceil(Math.max(SUBSCRIBERS, CROSS_SUBSCRIBERS) / STREAMS_PER_USER)
+const members = Math.ceil(Math.max(SUBSCRIBERS, CROSS_SUBSCRIBERS, LB_STREAMS) / STREAMS_PER_USER)
 for (let i = 0; i < members; i += 20) {
   await Promise.all(cookies.slice(i, Math.min(i + 20, members)).map(async (cookie) => {
     const res = await fetch(`${service.url}/api/canvas/state?roomId=${roomId}`, { headers: { cookie: `app_session=${cookie}` } })
@@ -229,15 +260,16 @@ async function freshSubscribers (): Promise<void> {
   await ask(subscribers, { cmd: 'close' })
   subscribers.kill()
   subscribers = spawnScript('sse-subscribers.ts')
-  await sleep(500) // the service notices the closed streams and frees their slots
+  await sleep(1_500) // the service notices the closed streams and frees their slots (thousands of them)
 }
 
 // Same-size messages for the raw broadcaster: the service's envelope of a renamed room.
 const sample = { id: roomId, name: 'seq-0', isPublic: true, createdBy: 'user_xxxxxxxxxxxxxxxxxxxxxx', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString() }
-const rename = (url: string) => async (seq: number): Promise<boolean> => {
+const rename = (url: string) => async (seq: number): Promise<boolean | string> => {
   const res = await fetch(`${url}/api/rooms/${roomId}`, { method: 'PATCH', headers: owner, body: JSON.stringify({ name: `seq-${seq}` }) })
   await res.arrayBuffer()
-  return res.ok
+  if (!res.ok) throw new Error(`HTTP ${res.status}`)
+  return res.headers.get('x-upstream') ?? true
 }
 const publishRaw = async (seq: number): Promise<boolean> => {
   const body = JSON.stringify({ type: 'room:updated', payload: { ...sample, name: `seq-${seq}` }, timestamp: new Date().toISOString(), userId: sample.createdBy })
@@ -255,19 +287,21 @@ const median = (values: number[]): number => {
 // 2. Idle memory first, on a settled process.
 if (runs('idle')) {
   await sleep(1_000)
-  const idleBefore = await serviceRssKb(service)
+  const idleBefore = await memoryAfterGcKb(service.child)
   await openAll(subscribers, serviceTargets(service.url, IDLE))
   await sleep(3_000)
-  const idleAfter = await serviceRssKb(service)
+  const idleAfter = await memoryAfterGcKb(service.child)
   await freshSubscribers()
-  const rawBefore = rssKb(rawChild.pid)
+  const rawBefore = await memoryAfterGcKb(rawChild)
   await openAll(subscribers, rawTargets(IDLE))
   await sleep(3_000)
-  const rawAfter = rssKb(rawChild.pid)
+  const rawAfter = await memoryAfterGcKb(rawChild)
   await freshSubscribers()
   console.log(`\n2. Idle streams: ${IDLE} open`)
-  console.log(`  service: +${((idleAfter - idleBefore) / 1024).toFixed(1)} MB resident → ${((idleAfter - idleBefore) / IDLE).toFixed(1)} KB per stream (goal ≤ 30 KB)`)
-  console.log(`  raw node:http: +${((rawAfter - rawBefore) / 1024).toFixed(1)} MB resident → ${((rawAfter - rawBefore) / IDLE).toFixed(1)} KB per connection`)
+  const perStream = (after: { rss: number, heap: number }, before: { rss: number, heap: number }): string =>
+    `+${((after.rss - before.rss) / 1024).toFixed(1)} MB resident → ${((after.rss - before.rss) / IDLE).toFixed(1)} KB each, of which V8 heap and external ${((after.heap - before.heap) / IDLE).toFixed(1)} KB`
+  console.log(`  service: ${perStream(idleAfter, idleBefore)} per stream (goal ≤ 10 KB)`)
+  console.log(`  raw node:http: ${perStream(rawAfter, rawBefore)} per connection (both after full collections)`)
 }
 
 // 1. Fan-out: rounds alternate raw and service (this machine is shared; medians damp its noise).
@@ -312,6 +346,158 @@ if (!runs('cross')) {
   await other.stop()
 } else {
   console.log('\n3. Cross-instance: skipped (set DATABASE_URL to run two instances on one Postgres)')
+}
+
+// 4. Several instances behind a real load balancer (nginx), on one Postgres and one Redis.
+async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => { resolve(typeof address === 'object' && address !== null ? address.port : 0) })
+    })
+  })
+}
+
+/** nginx in front of `upstreams` (host:port), round robin, unbuffered (SSE), as a process of this benchmark's own. */
+async function startNginx (upstreams: string[]): Promise<{ url: string, stop (): void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'canvas-bench-nginx-'))
+  chmodSync(dir, 0o777) // its workers run as nobody
+  const port = await freePort()
+  writeFileSync(join(dir, 'nginx.conf'), `
+worker_processes 1;
+worker_rlimit_nofile 65536;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 60000; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream canvas {
+${upstreams.map((u) => `    server ${u};`).join('\n')}
+    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://canvas;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_buffering off;
+      proxy_read_timeout 1h;
+      add_header X-Upstream $upstream_addr always;
+    }
+  }
+}
+`)
+  const child = reapOnExit(spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'inherit', 'inherit'] }))
+  const url = `http://127.0.0.1:${port}`
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) break
+    } catch {
+      if (attempt > 100) throw new Error(`nginx did not answer on ${url} (see ${dir}/error.log)`)
+      await sleep(100)
+    }
+  }
+  return { url, stop: () => { child.kill('SIGTERM') } }
+}
+
+/**
+ * This database's counters in Postgres's statistics, the live channel's wake-ups heard by a listener
+ * of its own, and CPU seconds used so far by this database's backends (from /proc: Postgres runs on
+ * this machine) and by the `instances` processes.
+ */
+async function postgresCounters (databaseUrl: string, instances: Array<number | undefined>): Promise<{ read (): Promise<Record<string, number>>, close (): Promise<void> }> {
+  const client = new pg.Client({ connectionString: databaseUrl })
+  const listener = new pg.Client({ connectionString: databaseUrl })
+  await Promise.all([client.connect(), listener.connect()])
+  let wakeUps = 0
+  let notifications = 0
+  listener.on('notification', (n) => {
+    notifications++
+    if (n.payload?.startsWith('e:') === true) wakeUps++
+  })
+  await listener.query('listen canvas_live')
+  /** Backends seen so far with the CPU they had used when first seen (they live as long as their pools). */
+  const backendsAtStart = new Map<number, number>()
+  return {
+    async read () {
+      // Statistics are sent to the collector when a backend's transaction ends: give them a moment.
+      await client.query('select pg_stat_clear_snapshot()')
+      const row = (await client.query<{ transactions: string, event_rows: string, newest: string, backends: string }>(`
+        select (select xact_commit + xact_rollback from pg_stat_database where datname = current_database()) as transactions,
+          (select coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) from pg_stat_user_tables where relname = 'event_log') as event_rows,
+          (select coalesce(max(id), 0) from event_log) as newest,
+          (select count(*) from pg_stat_activity where datname = current_database()) as backends`)).rows[0]
+      const pids = (await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database()')).rows.map((r) => r.pid)
+      let postgresCpu = 0
+      for (const pid of pids) {
+        const used = processCpuSeconds(pid)
+        if (Number.isNaN(used)) continue
+        if (!backendsAtStart.has(pid)) backendsAtStart.set(pid, used)
+        postgresCpu += used - (backendsAtStart.get(pid) ?? used)
+      }
+      let instancesCpu = 0
+      for (const pid of instances) instancesCpu += processCpuSeconds(pid) || 0
+      return { transactions: Number(row?.transactions), eventRows: Number(row?.event_rows), events: Number(row?.newest), backends: Number(row?.backends), wakeUps, notifications, postgresCpu, instancesCpu }
+    },
+    async close () { await Promise.all([client.end(), listener.end()]) }
+  }
+}
+
+if (!runs('lb')) {
+  // not asked for
+} else if (process.env.DATABASE_URL !== undefined) {
+  const others = await Promise.all(Array.from({ length: LB_INSTANCES - 1 }, async () => await startService(serviceEnv)))
+  const instances = [service, ...others]
+  const lb = await startNginx(instances.map((i) => new URL(i.url).host))
+  const spread = await openAll(subscribers, serviceTargets(lb.url, LB_STREAMS))
+  console.log(`\n4. ${LB_INSTANCES} instances behind nginx (round robin), one Postgres, ${process.env.REDIS_URL === undefined ? 'no Redis' : 'one Redis'}; ` +
+    `${LB_STREAMS} streams through it (${Object.values(spread).join(' / ')} per instance), writes through it too, ${LB_SECONDS} s per offered rate`)
+  // Writes retitle sparks of the room in turn, not the room itself: writes to one row wait for each
+  // other's row lock, which would measure that queue rather than delivery.
+  const sparks: string[] = []
+  for (let i = 0; i < 64; i++) {
+    const res = await fetch(`${service.url}/api/sparks`, { method: 'POST', headers: owner, body: JSON.stringify({ title: 'bench', content: '', roomId, x: i * 220, y: 0 }) })
+    sparks.push((await res.json() as { data: { id: string } }).data.id)
+  }
+  const retitle = async (seq: number): Promise<boolean | string> => {
+    const res = await fetch(`${lb.url}/api/sparks/${sparks[seq % sparks.length] ?? ''}`, { method: 'PATCH', headers: owner, body: JSON.stringify({ title: `seq-${seq}` }) })
+    await res.arrayBuffer()
+    if (!res.ok) throw new Error(`HTTP ${res.status}`)
+    return res.headers.get('x-upstream') ?? true
+  }
+  const counters = await postgresCounters(process.env.DATABASE_URL, instances.map((i) => i.child.pid))
+  await sleep(1_000)
+  const idle = await counters.read()
+  console.log(`  Postgres backends of this database with every instance idle: ${idle.backends - 2} (2 more are this benchmark's)`)
+  for (const rate of LB_RATES) {
+    const before = await counters.read()
+    const r = await measure(subscribers, LB_STREAMS, rate, LB_SECONDS, retitle)
+    await sleep(1_500)
+    const after = await counters.read()
+    const events = after.events - before.events
+    const per = (value: number): string => (value / events).toFixed(2)
+    console.log(`  offered ${rate} events/s:`)
+    console.log(line('  all deliveries', r))
+    console.log(`    stream on the writer's instance: p50 ${fixed(r.same.p50)} ms  p99 ${fixed(r.same.p99)} ms (${r.same.n});  on another: p50 ${fixed(r.cross.p50)} ms  p99 ${fixed(r.cross.p99)} ms (${r.cross.n})`)
+    console.log(`    lost ${r.expected - r.received}, duplicated ${r.duplicates} (goal 0 and 0)`)
+    console.log(`    per event (${events} written, warm-up included): Postgres transactions ${per(after.transactions - before.transactions)}, ` +
+      `event_log rows read ${per(after.eventRows - before.eventRows)} (${per((after.eventRows - before.eventRows) / LB_INSTANCES)} per instance), ` +
+      `wake-up NOTIFYs ${per(after.wakeUps - before.wakeUps)} (all NOTIFYs ${per(after.notifications - before.notifications)}); backends ${after.backends - 2}; ` +
+      `CPU ms: Postgres (this database's backends) ${per(1000 * (after.postgresCpu - before.postgresCpu))}, the ${LB_INSTANCES} instances ${per(1000 * (after.instancesCpu - before.instancesCpu))}`)
+  }
+  await counters.close()
+  await freshSubscribers()
+  lb.stop()
+  await Promise.all(others.map(async (other) => { await other.stop() }))
+} else {
+  console.log('\n4. Load balancer: skipped (set DATABASE_URL to run several instances on one Postgres)')
 }
 
 await ask(subscribers, { cmd: 'close' })

@@ -50,6 +50,8 @@ export interface BuildOptions {
   /** Benchmark only, never from the environment: false builds the app without the rate limiter;
    *  `maxOverride` raises tier limits so a load run is not answered by 429s. */
   rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
+  /** Where log lines go instead of stdout (tests read what the service logs). */
+  logStream?: { write (line: string): void }
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -57,7 +59,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     logger: {
       level: config.logLevel,
       // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts).
-      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: request.url, host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) }
+      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: request.url, host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) },
+      ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },

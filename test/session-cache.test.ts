@@ -3,7 +3,7 @@
 // and a read that raced with a revocation never cached. The app-level behaviour (logout and deletion
 // take effect at once, on every instance) is in test/auth.*.test.ts and test/sync.cluster.test.ts.
 import t from 'tap'
-import { createSessionCache, RENEWAL_DELAY_MS, SESSION_CACHE_TTL_MS, SESSION_REFRESH_AFTER_MS, type SessionRecord } from '../src/core/auth/session-cache.js'
+import { createSessionCache, MAX_REFUSED, RENEWAL_DELAY_MS, SESSION_CACHE_TTL_MS, SESSION_REFRESH_AFTER_MS, type SessionRecord } from '../src/core/auth/session-cache.js'
 
 const DAY_MS = 86_400_000
 /** Renewals wait this long to share a query (200 ms in the service). */
@@ -180,4 +180,60 @@ t.test('a caller waiting for a session whose renewal is queued has it sent at on
   t.ok(Date.now() - started < RENEWAL_MS, 'the load joined the queued read without waiting for the renewal delay')
   t.equal(h.reads.length, 2, 'one read for both')
   t.ok(RENEWAL_DELAY_MS < SESSION_CACHE_TTL_MS - SESSION_REFRESH_AFTER_MS, 'the service\'s renewal delay is well inside the TTL')
+})
+
+t.test('a revoked or absent session is remembered as refused: later callers need no read', async (t) => {
+  const h = harness()
+  h.table.set('ses_rev', record('ses_rev', h.now, { revokedAt: new Date(h.now) }))
+  t.not((await h.cache.load('ses_rev'))?.revokedAt, null)
+  t.equal(await h.cache.load('ses_gone'), undefined)
+  t.equal(h.reads.length, 2)
+  t.equal(h.cache.refusal('ses_rev'), 'revoked')
+  t.equal(h.cache.refusal('ses_gone'), 'absent')
+  // Refusals are final: no TTL, and nothing a signal says makes them valid again.
+  h.advance(10 * SESSION_CACHE_TTL_MS)
+  h.cache.clear()
+  h.cache.forgetUser('user_of_ses_rev')
+  t.equal(h.cache.refusal('ses_rev'), 'revoked', 'still refused after the TTL and after losing track of the signals')
+  t.equal(h.cache.refusal('ses_valid'), undefined, 'a session never read is not refused')
+
+  // A revocation this instance made or heard of: refused at once, its cached entry gone.
+  h.table.set('ses_out', record('ses_out', h.now))
+  await h.cache.load('ses_out')
+  t.ok(h.cache.get('ses_out', h.now))
+  h.cache.refuse('ses_out', 'revoked')
+  t.equal(h.cache.get('ses_out', h.now), undefined)
+  t.equal(h.cache.refusal('ses_out'), 'revoked')
+})
+
+t.test('a read under way when its session is revoked still records the refusal it finds', async (t) => {
+  const h = harness()
+  h.table.set('ses_z', record('ses_z', h.now, { revokedAt: new Date(h.now) }))
+  const release = h.hold()
+  const pending = h.cache.load('ses_z')
+  await turn()
+  h.cache.clear()
+  release()
+  await pending
+  t.equal(h.cache.refusal('ses_z'), 'revoked', 'a refusal cannot be outdated by what happened meanwhile')
+})
+
+t.test('refusals are bounded: a flood of unknown sessions keeps the most recently used', async (t) => {
+  const h = harness()
+  const flood = MAX_REFUSED + 500
+  await Promise.all(Array.from({ length: flood }, async (_, i) => await h.cache.load(`ses_flood_${i}`)))
+  t.equal(h.reads.length, Math.ceil(flood / 500), 'read in batches of 500')
+  t.equal(h.cache.refusal('ses_flood_0'), undefined, 'the oldest refusals made room')
+  t.equal(h.cache.refusal(`ses_flood_${flood - 1}`), 'absent', 'the newest are kept')
+  let kept = 0
+  for (let i = 0; i < flood; i++) if (h.cache.refusal(`ses_flood_${i}`) !== undefined) kept++
+  t.equal(kept, MAX_REFUSED, `at most MAX_REFUSED (${MAX_REFUSED}) remembered`)
+
+  // One in use survives a flood: each look moves it to the back of the line.
+  await h.cache.load('ses_replayed')
+  for (let i = 0; i < MAX_REFUSED; i++) {
+    await h.cache.load(`ses_more_${i}`)
+    if (i % 1_000 === 0) t.equal(h.cache.refusal('ses_replayed'), 'absent')
+  }
+  t.equal(h.cache.refusal('ses_replayed'), 'absent', 'a refusal in use is kept while a flood passes')
 })

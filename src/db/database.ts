@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
-import { Kysely, sql } from 'kysely'
+import { Kysely, sql, type KyselyConfig } from 'kysely'
 import type pg from 'pg'
 import { PGliteDialect } from './pglite-dialect.js'
 import { migrateToLatest } from './migrate.js'
@@ -28,12 +28,21 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined
   dataDir: string
   databasePoolSize?: number
+  /** Called with each statement this handle runs (tests count the database's work through it). */
+  onQuery?: (statement: string) => void
+}
+
+/** Kysely's query log, only when someone listens (it times every query). */
+function queryLog (options: DatabaseOptions): Pick<KyselyConfig, 'log'> {
+  const { onQuery } = options
+  if (onQuery === undefined) return {}
+  return { log: (event) => { if (event.level === 'query') onQuery(event.query.sql) } }
 }
 
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
     const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10 })
-    const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
+    const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }), ...queryLog(options) })
     await migrateToLatest(db)
     return {
       db,
@@ -47,7 +56,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<DatabaseH
   const dir = join(options.dataDir, 'pglite')
   mkdirSync(dir, { recursive: true })
   const pglite = await PGlite.create(dir)
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) })
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite), ...queryLog(options) })
   await migrateToLatest(db)
   return {
     db,

@@ -2,7 +2,12 @@
 // down and time out quickly: callers fall back to per-instance memory instead of waiting.
 import { Redis } from 'ioredis'
 
-export const REDIS_COMMAND_TIMEOUT_MS = 50
+/**
+ * A command with no reply by then fails (and the rate limiter falls back to memory until a PING
+ * answers). Above the longest wait of any rate-limit tier (src/ratelimit/tiers.ts), so a Redis that
+ * is slow but answering keeps counting shared for the tiers that wait for it.
+ */
+export const REDIS_COMMAND_TIMEOUT_MS = 500
 
 /**
  * The rate limiter's script command (src/ratelimit/counter-store.ts). It already sends one call per

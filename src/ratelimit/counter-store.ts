@@ -38,11 +38,13 @@ interface HitsCommand {
 /** Receives the count; never an error (the store answers from memory instead). */
 type Answer = (result: StoreResult) => void
 
-/** A count waiting for the next batch to Redis, with this instance's own count to answer if Redis fails. */
+/** A count waiting for the next batch to Redis, with this instance's own count to answer if Redis fails or is late. */
 interface PendingHit {
   key: string
   windowMs: number
+  waitMs: number
   answer: Answer
+  answered: boolean
   localCount: number
   localTtl: number
 }
@@ -50,20 +52,16 @@ interface PendingHit {
 /** While Redis fails, a background PING every this often decides when shared counting resumes. */
 const PROBE_EVERY_MS = 250
 
-/**
- * The longest a request waits for Redis's count: a few milliseconds, so a slow Redis never holds
- * requests up; past it the request is answered from this instance's count. Redis still counts it
- * when the reply comes late, and only an error or the client's command timeout (src/infra/redis.ts)
- * switches the instance to memory.
- */
-export const REDIS_WAIT_MS = 10
-
 export type StoreMode = 'memory' | 'shared' | 'fallback'
+
+/** Who answered: Redis in time, memory by design (no Redis), or memory because Redis was late or failing. */
+export type AnswerSource = 'shared' | 'memory' | 'late' | 'unavailable'
 
 export interface StoreResult {
   current: number
   /** Milliseconds until the window ends. */
   ttl: number
+  source: AnswerSource
 }
 
 export interface StoreEvents {
@@ -105,29 +103,31 @@ export class CounterStore {
   }
 
   /**
-   * Counts one request. Never fails and never waits longer than REDIS_WAIT_MS: Redis not connected,
-   * erroring or too slow means this instance's memory count answers. The memory counters always
-   * count too, so when Redis drops mid-window this instance carries on from what it has seen instead
-   * of from zero.
+   * Counts one request. Never fails and never waits longer than `waitMs` (its tier's, tiers.ts):
+   * Redis not connected, erroring or slower than that means this instance's memory count answers
+   * (source `unavailable` or `late`); Redis still counts a late one when its reply comes, and only an
+   * error or the client's command timeout (src/infra/redis.ts) switches the instance to memory. The
+   * memory counters always count too, so when Redis drops mid-window this instance carries on from
+   * what it has seen instead of from zero.
    *
    * Counts bound for Redis are sent together once per turn of the event loop (one script call for
    * every request read in that turn): requests arrive in separate I/O callbacks, so ioredis's
    * auto-pipelining, which flushes on the next tick, would send each on its own.
    */
-  hit (key: string, windowMs: number, answer: Answer): void {
+  hit (key: string, windowMs: number, waitMs: number, answer: Answer): void {
     const now = this.options.now()
     const local = this.memory.hit(key, windowMs, now)
     const redis = this.redis
     if (redis !== undefined && !this.failing) {
       if (redis.status === 'ready') {
         if (this.pending.length === 0) setImmediate(this.flush)
-        this.pending.push({ key, windowMs, answer, localCount: local.count, localTtl: local.resetAtMs - now })
+        this.pending.push({ key, windowMs, waitMs, answer, answered: false, localCount: local.count, localTtl: local.resetAtMs - now })
         return
       }
       this.fail(new Error(`redis is ${redis.status}`))
     }
     // No Redis, or it is failing: this instance's own count answers.
-    answer({ current: local.count, ttl: local.resetAtMs - now })
+    answer({ current: local.count, ttl: local.resetAtMs - now, source: redis === undefined ? 'memory' : 'unavailable' })
   }
 
   private readonly flush = (): void => {
@@ -136,39 +136,40 @@ export class CounterStore {
     const redis = this.redis
     if (redis === undefined || redis.status !== 'ready') {
       this.fail(new Error(`redis is ${redis?.status ?? 'absent'}`))
-      for (const hit of batch) answerLocally(hit)
+      for (const hit of batch) answerLocally(hit, 'unavailable')
       return
     }
     const keys = batch.map((hit) => this.options.keyPrefix + hit.key)
     const windows = batch.map((hit) => hit.windowMs)
-    let answered = false
-    // The check is put off to the end of the loop turn in which the timer fires: a reply that came
-    // in while the event loop was busy elsewhere is read first, and still answers.
-    const timer = setTimeout(() => {
+    // One timer per distinct wait in the batch (a batch mixes tiers). Each check is put off to the
+    // end of the loop turn in which its timer fires: a reply that came in while the event loop was
+    // busy elsewhere is read first, and still answers.
+    const timers = [...new Set(batch.map((hit) => hit.waitMs))].map((waitMs) => setTimeout(() => {
       setImmediate(() => {
-        if (answered) return
-        answered = true
-        for (const hit of batch) answerLocally(hit)
+        for (const hit of batch) if (hit.waitMs <= waitMs) answerLocally(hit, 'late')
       })
-    }, REDIS_WAIT_MS)
+    }, waitMs))
+    const settled = (): void => { for (const timer of timers) clearTimeout(timer) }
     const failed = (error: unknown): void => {
       this.fail(error)
-      if (!answered) for (const hit of batch) answerLocally(hit)
-      answered = true
+      for (const hit of batch) answerLocally(hit, 'unavailable')
     }
     redis.rateLimitHits(batch.length, ...keys, ...windows).then((reply) => {
-      clearTimeout(timer)
+      settled()
       if (!isCountsOf(reply, batch.length)) { failed(new Error('unexpected reply to the rate-limit script')); return }
-      if (answered) return
-      answered = true
-      for (let i = 0; i < batch.length; i++) batch[i]!.answer({ current: reply[2 * i]!, ttl: reply[2 * i + 1]! })
+      for (let i = 0; i < batch.length; i++) {
+        const hit = batch[i]!
+        if (hit.answered) continue
+        hit.answered = true
+        hit.answer({ current: reply[2 * i]!, ttl: reply[2 * i + 1]!, source: 'shared' })
+      }
     }, (error: unknown) => {
-      clearTimeout(timer)
+      settled()
       failed(error)
     })
   }
 
-  /** The cache part of the health report: degraded while counting falls back to memory. */
+  /** The cache part of the health report: degraded while counting falls back to memory (late answers are the limiter's to add). */
   async health (): Promise<'healthy' | 'degraded'> {
     if (this.redis === undefined) return 'healthy'
     if (this.failing) return 'degraded'
@@ -219,6 +220,8 @@ function isCountsOf (reply: unknown, hits: number): reply is number[] {
   return Array.isArray(reply) && reply.length === 2 * hits && reply.every((value) => typeof value === 'number')
 }
 
-function answerLocally (hit: PendingHit): void {
-  hit.answer({ current: hit.localCount, ttl: hit.localTtl })
+function answerLocally (hit: PendingHit, source: 'late' | 'unavailable'): void {
+  if (hit.answered) return
+  hit.answered = true
+  hit.answer({ current: hit.localCount, ttl: hit.localTtl, source })
 }

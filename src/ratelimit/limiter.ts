@@ -16,6 +16,7 @@ import type { Config } from '../config.js'
 import { AppError } from '../core/errors.js'
 import type { Clock } from '../infra/clock.js'
 import { CounterStore, type StoreResult } from './counter-store.js'
+import { createLimiterCounts, type LimiterCounts } from './limiter-counts.js'
 import { tierTable, type Tier, type TierLimit, type TierTable } from './tiers.js'
 
 export interface LimitDecision {
@@ -31,8 +32,10 @@ export interface LimitDecision {
 export interface Limiter {
   /** Counts one request in its tier: null for `exempt`, else whether it may run and the header values. */
   hit (request: FastifyRequest, tier: Tier, userId: string | null): Promise<LimitDecision | null>
-  /** The cache part of the health report. */
+  /** The cache part of the health report: degraded while counts are answered by this instance alone. */
   health (): Promise<'healthy' | 'degraded'>
+  /** How counts were answered, by tier (limiter-counts.ts). */
+  readonly counts: Pick<LimiterCounts, 'snapshot'>
 }
 
 export interface LimiterOptions {
@@ -75,11 +78,19 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
       resumed: () => { app.log.info('rate limiter: Redis answers again, shared counting resumed') }
     }
   })
-  app.addHook('onClose', async () => { store.close() })
+  const table = tierTable(config)
+  const counts = createLimiterCounts({
+    log: app.log,
+    waitsMs: Object.fromEntries(Object.entries(table).map(([tier, limit]) => [tier, limit.redisWaitMs]))
+  })
+  app.addHook('onClose', async () => {
+    store.close()
+    counts.close()
+  })
 
-  const limits = new Map<Tier, TierLimit>()
-  for (const [tier, limit] of Object.entries(tierTable(config)) as Array<[Exclude<Tier, 'exempt'>, TierTable[keyof TierTable]]>) {
-    limits.set(tier, { max: options.maxOverride?.[tier] ?? limit.max, windowMs: limit.windowMs })
+  const limits = new Map<Exclude<Tier, 'exempt'>, TierLimit>()
+  for (const [tier, limit] of Object.entries(table) as Array<[Exclude<Tier, 'exempt'>, TierTable[keyof TierTable]]>) {
+    limits.set(tier, { ...limit, max: options.maxOverride?.[tier] ?? limit.max })
   }
 
   /** A window's count against its tier's maximum: the request that makes it exceed the maximum is refused. */
@@ -95,12 +106,21 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
 
   return {
     async hit (request, tier, userId) {
+      if (tier === 'exempt') return null
       const limit = limits.get(tier)
-      if (limit === undefined) return null // exempt
+      if (limit === undefined) return null
       return await new Promise<LimitDecision>((resolve) => {
-        store.hit(counterKey(tier, userId, request), limit.windowMs, (result) => { resolve(decide(limit, result)) })
+        store.hit(counterKey(tier, userId, request), limit.windowMs, limit.redisWaitMs, (result) => {
+          counts.record(tier, result.source)
+          resolve(decide(limit, result))
+        })
       })
     },
-    health: async () => await store.health()
+    async health () {
+      // Late answers loosen the limits as much as a fall-back to memory does.
+      if (counts.degraded()) return 'degraded'
+      return await store.health()
+    },
+    counts
   }
 }

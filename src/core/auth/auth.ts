@@ -33,7 +33,8 @@ export function createAuth (deps: CoreDeps) {
     onRefreshError: (error) => { log.warn({ err: error }, 'session cache: renewing sessions failed; they are read again when they expire') }
   })
   sessionSignals.listen({
-    sessionEnded: (sessionId) => { validSessions.forgetSession(sessionId) },
+    // Sent once the revocation committed: refused here from now on without asking the database.
+    sessionEnded: (sessionId) => { validSessions.refuse(sessionId, 'revoked') },
     accountDeleted: (userId) => { validSessions.forgetUser(userId) },
     userChanged: (userId) => { validSessions.forgetUser(userId) },
     lostTrack: () => { validSessions.clear() }
@@ -41,7 +42,7 @@ export function createAuth (deps: CoreDeps) {
 
   async function endSession (sessionId: string, now: Date): Promise<void> {
     await repo.revokeSession(db, sessionId, now)
-    validSessions.forgetSession(sessionId)
+    validSessions.refuse(sessionId, 'revoked')
     await sessionSignals.sessionEnded(sessionId)
   }
 
@@ -192,6 +193,8 @@ export function createAuth (deps: CoreDeps) {
       if (claims === undefined) throw new AppError('unauthenticated', 'Invalid token')
       const now = clock.now()
       if (claims.exp * 1000 <= now.getTime()) throw new AppError('session_expired', 'Session expired')
+      // A session found revoked or absent once stays so: no database read for a replayed dead token.
+      if (validSessions.refusal(claims.sid) !== undefined) throw new AppError('unauthenticated', 'Session revoked')
       let session: { userId: string, expiresAt: Date } | undefined = validSessions.get(claims.sid, now.getTime())
       if (session === undefined) {
         const record = await validSessions.load(claims.sid)

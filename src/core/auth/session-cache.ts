@@ -17,12 +17,21 @@
 //   re-read about every REFRESH_AFTER_MS and never served older than TTL_MS.
 // A read that was under way when its session (or user, or everything) was forgotten is not cached,
 // and no request joins it any more: it may have read the row before the revocation or change committed.
+//
+// Refusals are remembered too, with no expiry: a revoked session is never un-revoked, and a session
+// the database does not have never appears later (its token is signed only after its row commits;
+// deleted sessions stay deleted). So a logged-out cookie replayed ten thousand times costs one read,
+// not one per request. Only tokens that passed their signature check reach the cache, and the
+// refusals it keeps are bounded (MAX_REFUSED, least recently used out): a flood of well-signed
+// tokens naming sessions that never existed costs a read each and a fixed amount of memory.
 import type { User } from '../users/users.types.js'
 
 export const SESSION_CACHE_TTL_MS = 10_000
 /** An entry older than this is renewed in the background while it is still served. */
 export const SESSION_REFRESH_AFTER_MS = 5_000
 const MAX_ENTRIES = 50_000
+/** Refused session ids remembered (about 100 bytes each). */
+export const MAX_REFUSED = 10_000
 /** Most session ids in one query. */
 const MAX_BATCH = 500
 /**
@@ -50,9 +59,16 @@ export interface CachedSession {
 /** Reads sessions by id; a missing id is a session that does not exist. */
 export type SessionLoader = (sessionIds: readonly string[]) => Promise<Map<string, SessionRecord>>
 
+/** Why a session is refused for good: revoked, or not in the database at all. */
+export type Refusal = 'revoked' | 'absent'
+
 export interface SessionCache {
   /** The session when cached within the TTL (renewed in the background once due); undefined otherwise. */
   get (sessionId: string, nowMs: number): CachedSession | undefined
+  /** Why the session was refused, when a read found it revoked or absent (or it was revoked here). */
+  refusal (sessionId: string): Refusal | undefined
+  /** A revocation this instance committed or heard of: forgotten and refused from now on, with no read. */
+  refuse (sessionId: string, why: Refusal): void
   /** Reads the session from the database (batched, shared by concurrent callers) and caches it when valid. */
   load (sessionId: string): Promise<SessionRecord | undefined>
   forgetSession (sessionId: string): void
@@ -89,6 +105,8 @@ export interface SessionCacheOptions {
 
 export function createSessionCache (options: SessionCacheOptions): SessionCache {
   const entries = new Map<string, CachedSession>()
+  /** Least recently used first (Map insertion order; a hit moves the id to the end). */
+  const refused = new Map<string, Refusal>()
   /** Reads asked for and not answered yet, by session id: a caller of `load` joins the one there is.
    *  A forgotten session's read leaves this map (later callers start their own) but still answers. */
   const waiting = new Map<string, Waiting>()
@@ -113,6 +131,21 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
     }
     entries.delete(sessionId) // re-inserted last: renewed entries are the newest
     entries.set(sessionId, { userId: record.userId, expiresAt: record.expiresAt, user: record.user, cachedAt: readAt })
+  }
+
+  function refuse (sessionId: string, why: Refusal): void {
+    refused.delete(sessionId)
+    if (refused.size >= MAX_REFUSED) {
+      const oldest = refused.keys().next().value
+      if (oldest !== undefined) refused.delete(oldest)
+    }
+    refused.set(sessionId, why)
+  }
+
+  function forgetSession (sessionId: string): void {
+    entries.delete(sessionId)
+    waiting.delete(sessionId)
+    for (const batch of underWay) batch.forgottenSessions.add(sessionId)
   }
 
   /** A read of the session: the one already asked for, or a new one in the next batch. A caller
@@ -169,8 +202,16 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
       const id = waiter.sessionId
       const record = records.get(id)
       const forgotten = batch.forgotAll || batch.forgottenSessions.has(id) || (record !== undefined && batch.forgottenUsers.has(record.userId))
-      if (record === undefined) entries.delete(id)
-      else if (!forgotten) cache(id, record, batch.sentAt)
+      // A refusal is final whatever was forgotten meanwhile; only a valid read can be outdated.
+      if (record === undefined) {
+        entries.delete(id)
+        refuse(id, 'absent')
+      } else if (record.revokedAt !== null) {
+        entries.delete(id)
+        refuse(id, 'revoked')
+      } else if (!forgotten) {
+        cache(id, record, batch.sentAt)
+      }
       if (waiting.get(id) === waiter) waiting.delete(id)
       waiter.resolve(record)
     }
@@ -190,14 +231,22 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
       }
       return entry
     },
+    refusal (sessionId) {
+      const why = refused.get(sessionId)
+      if (why !== undefined) {
+        refused.delete(sessionId)
+        refused.set(sessionId, why)
+      }
+      return why
+    },
+    refuse (sessionId, why) {
+      forgetSession(sessionId)
+      refuse(sessionId, why)
+    },
     async load (sessionId) {
       return await request(sessionId, true).promise
     },
-    forgetSession (sessionId) {
-      entries.delete(sessionId)
-      waiting.delete(sessionId)
-      for (const batch of underWay) batch.forgottenSessions.add(sessionId)
-    },
+    forgetSession,
     forgetUser (userId) {
       for (const [id, entry] of entries) if (entry.userId === userId) entries.delete(id)
       // A read under way does not say whose session it is until it answers: nobody joins any of them.
