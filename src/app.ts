@@ -1,7 +1,7 @@
 // Builds the whole service for a configuration: infrastructure first, then the REST API and/or the
 // RPC gateway as EXPOSE says. server.ts runs it; every test builds the same app.
 import cookie from '@fastify/cookie'
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify'
 import type { Server } from 'node:http'
 import type { Config } from './config.js'
 import { createCompute } from './compute/compute.js'
@@ -50,6 +50,8 @@ export interface BuildOptions {
   /** Benchmark only, never from the environment: false builds the app without the rate limiter;
    *  `maxOverride` raises tier limits so a load run is not answered by 429s. */
   rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
+  /** Sees every route as it is registered (tests walk the app's own route table with it). */
+  onRoute?: (route: RouteOptions) => void
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -74,6 +76,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     clientErrorHandler: answerClientError
   })
 
+  if (options.onRoute !== undefined) app.addHook('onRoute', options.onRoute)
   installClientIp(app, config)
 
   const database = options.database ?? await openDatabase(config)
