@@ -12,7 +12,8 @@ export function rtcService (core: Core): ServiceImpl<typeof RtcService> {
   const { rtc } = core
   return {
     async generateToken (req) {
-      // An unknown enum number arrives as itself; the core names it invalid.
+      // The gateway has refused enum values RtcRole lacks (closed-enums.ts); should one come through
+      // anyway, it reaches the core as itself, and the core names it invalid.
       const role = req.role === RtcRole.RTC_ROLE_UNSPECIFIED ? undefined : (ROLE_NAMES[req.role] ?? String(req.role))
       return rtc.generateToken({ channelName: req.channelName, uid: req.uid, role })
     },
