@@ -155,6 +155,15 @@ export interface UploadsTable {
   created_at: CreatedAt
 }
 
+/** A numeric video/voice uid held in a channel until its newest token expires (DECISIONS §16). */
+export interface RtcUidClaimsTable {
+  channel_name: string
+  /** bigint: read back as a string by pg. */
+  uid: ColumnType<string, number, number>
+  user_id: string
+  expires_at: Timestamp
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -170,6 +179,7 @@ export interface Database {
   office_members: OfficeMembersTable
   office_invites: OfficeInvitesTable
   uploads: UploadsTable
+  rtc_uid_claims: RtcUidClaimsTable
 }
 
 export type { Generated }
