@@ -28,6 +28,7 @@ import { installClientIp, proxyTrust } from './http/client-ip.js'
 import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
+import { redactUrl } from './infra/redact.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
 
 declare module 'fastify' {
@@ -52,14 +53,18 @@ export interface BuildOptions {
   rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
   /** Sees every route as it is registered (tests walk the app's own route table with it). */
   onRoute?: (route: RouteOptions) => void
+  /** Where log lines go instead of standard output (tests read them). */
+  logStream?: { write: (line: string) => void }
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts).
-      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: request.url, host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) }
+      // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts),
+      // and without the tokens a URL may carry (src/infra/redact.ts).
+      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url), host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) },
+      ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },

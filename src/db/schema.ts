@@ -10,6 +10,8 @@ export interface UsersTable {
   id: string
   email: string
   display_name: string
+  /** The display name's search key (src/core/users/search-key.ts), written with every name. */
+  search_key: string
   avatar_url: string | null
   created_at: CreatedAt
   updated_at: Timestamp
