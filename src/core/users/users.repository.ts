@@ -68,6 +68,11 @@ export async function searchByNamePrefix (db: Db, keyPrefix: string, window: Pic
   return { rows, total }
 }
 
+/** The one user with this (normalised) address, as anyone may see them. */
+export async function findPublicUserByEmail (db: Db, email: string): Promise<PublicUserRow | undefined> {
+  return await db.selectFrom('users').select(['id', 'display_name', 'avatar_url', 'created_at']).where('email', '=', email).executeTakeFirst()
+}
+
 export async function findPublicUsersByIds (db: Db, ids: readonly string[]): Promise<PublicUserRow[]> {
   if (ids.length === 0) return []
   // One array parameter rather than a hundred: the statement is the same text whatever the count.

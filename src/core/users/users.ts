@@ -69,18 +69,15 @@ export function createUsers (deps: CoreDeps, options: UsersOptions) {
       if ([...text.replace(UNSEEN, '')].length < SEARCH_MIN_CHARS) throw validationError('q', `must be at least ${SEARCH_MIN_CHARS} characters`)
       const window = pageWindow(query)
       // An address is matched whole: a prefix would let anyone enumerate addresses letter by letter.
-      const addressee = text.includes('@') ? await repo.findUserIdByEmail(db, text.toLowerCase()) : undefined
+      const addressee = text.includes('@') ? await repo.findPublicUserByEmail(db, text.toLowerCase()) : undefined
       if (addressee === undefined) {
         const { rows, total } = await repo.searchByNamePrefix(db, searchKeyOf(text), window, SEARCH_MAX_MATCHES)
         return { items: rows.map(toPublicUser), pagination: paginationOf(window, total) }
       }
       // The addressee is the first match; the names follow, without them, one place later.
-      const names = { page: window.page, offset: Math.max(0, window.offset - 1), limit: window.offset === 0 ? window.limit - 1 : window.limit }
-      const [first, { rows, total }] = await Promise.all([
-        window.offset === 0 ? repo.findPublicUsersByIds(db, [addressee]) : [],
-        repo.searchByNamePrefix(db, searchKeyOf(text), names, SEARCH_MAX_MATCHES, addressee)
-      ])
-      return { items: [...first, ...rows].map(toPublicUser), pagination: paginationOf(window, 1 + total) }
+      const names = { offset: Math.max(0, window.offset - 1), limit: window.offset === 0 ? window.limit - 1 : window.limit }
+      const { rows, total } = await repo.searchByNamePrefix(db, searchKeyOf(text), names, SEARCH_MAX_MATCHES, addressee.id)
+      return { items: [...(window.offset === 0 ? [addressee] : []), ...rows].map(toPublicUser), pagination: paginationOf(window, 1 + total) }
     },
 
     /** Display info of up to 100 users, in the order asked; unknown ids are left out. */
