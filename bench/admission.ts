@@ -142,13 +142,15 @@ const meRequests = (tokens: string[]): Requests => tokens.map((token) => ({ meth
 
 const raw = await startTarget('raw')
 const usesMany = scenarios.has('many') || scenarios.has('lockstep')
-const many = usesMany ? await startTarget('service', { BENCH_TIERS: 'real' }) : undefined
 // BENCH_BASELINE_ROOT: another checkout (its `dist/` built, its node_modules) serving the same users
-// in the same rounds, under its own counter prefix — before and after a change, side by side.
+// in the same rounds, under its own counter prefix — before and after a change, side by side. It
+// starts first: an older build refuses a database that holds migrations it does not know, so this
+// build's new ones are applied after it has migrated.
 const baselineRoot = process.env.BENCH_BASELINE_ROOT
 const before = usesMany && baselineRoot !== undefined
   ? await startTarget('service', { BENCH_TIERS: 'real', BENCH_SERVICE_ROOT: baselineRoot, RATE_LIMIT_KEY_PREFIX: `bench-baseline-${Date.now()}:` })
   : undefined
+const many = usesMany ? await startTarget('service', { BENCH_TIERS: 'real' }) : undefined
 const single = scenarios.has('single') ? await startTarget('service') : undefined
 console.log(`targets: raw pid ${String(raw.child.pid)}, many users pid ${String(many?.child.pid)} (SPEC tiers), single user pid ${String(single?.child.pid)} (tiers raised)`)
 

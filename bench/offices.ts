@@ -29,8 +29,8 @@ const client = new pg.Client({ connectionString: databaseUrl })
 await client.connect()
 await client.query(`
   with people as (
-    insert into users (id, email, display_name, created_at, updated_at)
-    select 'user_bench_' || $2 || '_' || g, 'bench-' || $2 || '-' || g || '@example.test', 'Member ' || g, now(), now()
+    insert into users (id, email, display_name, search_key, created_at, updated_at)
+    select 'user_bench_' || $2 || '_' || g, 'bench-' || $2 || '-' || g || '@example.test', 'Member ' || g, 'member ' || g, now(), now()
     from generate_series(1, 999) g
     returning id
   )

@@ -1,7 +1,7 @@
 // Builds the whole service for a configuration: infrastructure first, then the REST API and/or the
 // RPC gateway as EXPOSE says. server.ts runs it; every test builds the same app.
 import cookie from '@fastify/cookie'
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify'
 import type { Server } from 'node:http'
 import type { Config } from './config.js'
 import { createCompute } from './compute/compute.js'
@@ -28,6 +28,7 @@ import { installClientIp, proxyTrust } from './http/client-ip.js'
 import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
+import { redactUrl } from './infra/redact.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
 
 declare module 'fastify' {
@@ -50,16 +51,19 @@ export interface BuildOptions {
   /** Benchmark only, never from the environment: false builds the app without the rate limiter;
    *  `maxOverride` raises tier limits so a load run is not answered by 429s. */
   rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
-  /** Where log lines go instead of stdout (tests read what the service logs). */
-  logStream?: { write (line: string): void }
+  /** Sees every route as it is registered (tests walk the app's own route table with it). */
+  onRoute?: (route: RouteOptions) => void
+  /** Where log lines go instead of standard output (tests read them). */
+  logStream?: { write: (line: string) => void }
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts).
-      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: request.url, host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) },
+      // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts),
+      // and without the tokens a URL may carry (src/infra/redact.ts).
+      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url), host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) },
       ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     trustProxy: proxyTrust(config.trustProxy),
@@ -77,6 +81,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     clientErrorHandler: answerClientError
   })
 
+  if (options.onRoute !== undefined) app.addHook('onRoute', options.onRoute)
   installClientIp(app, config)
 
   const database = options.database ?? await openDatabase(config)

@@ -26,8 +26,9 @@ export interface Config {
   readonly jwtSecret: string
   /** Fastify `trustProxy`: false (socket address only), true, or a comma-separated IP/CIDR list. */
   readonly trustProxy: boolean | string
-  /** Header a CDN puts the client address in; read first, and only from trusted peers. */
-  readonly cdnIpHeader: string
+  /** The headers trusted proxies put the client address in, read in this order and only from
+   *  TRUST_PROXY peers (lower case; `x-forwarded-for` is read as its nearest untrusted hop). */
+  readonly clientIpHeaders: readonly string[]
   readonly smtpUrl: string | undefined
   readonly mailFrom: string
   readonly rateLimitMaxRequests: number
@@ -116,6 +117,23 @@ function trustProxy (env: Env): boolean | string {
     throw new ConfigError('TRUST_PROXY', `"${raw}" is not a list of IP addresses and CIDR ranges: ${(error as Error).message}`)
   }
   return raw
+}
+
+/** SPEC Limits rule 2's order: the CDN's header, X-Real-IP, X-Forwarded-For. */
+const CLIENT_IP_HEADERS_DEFAULT = 'cf-connecting-ip,x-real-ip,x-forwarded-for'
+
+function clientIpHeaders (env: Env): string[] {
+  // Its one header is now a name in the list: a deployment still setting it must not lose it unseen.
+  if (text(env, 'CDN_IP_HEADER') !== undefined) {
+    throw new ConfigError('CDN_IP_HEADER', `is no longer read: CLIENT_IP_HEADERS replaces it — list the headers your trusted proxies set, in the order to read them (default ${CLIENT_IP_HEADERS_DEFAULT}; behind a proxy that only appends X-Forwarded-For: x-forwarded-for)`)
+  }
+  const raw = text(env, 'CLIENT_IP_HEADERS') ?? CLIENT_IP_HEADERS_DEFAULT
+  const names = raw.split(',').map((name) => name.trim().toLowerCase())
+  for (const name of names) {
+    if (!/^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$/.test(name)) throw new ConfigError('CLIENT_IP_HEADERS', `must be a comma-separated list of header names, got "${raw}"`)
+  }
+  if (new Set(names).size !== names.length) throw new ConfigError('CLIENT_IP_HEADERS', `names a header twice: "${raw}"`)
+  return names
 }
 
 function keyPrefix (env: Env, name: string, fallback: string): string {
@@ -255,7 +273,7 @@ export function loadConfig (env: Env = process.env): Config {
     corsOrigin: url(env, 'CORS_ORIGIN', ['http:', 'https:']) ?? new URL(appUrl).origin,
     jwtSecret: jwtSecret(env, nodeEnv, dataDir),
     trustProxy: trustProxy(env),
-    cdnIpHeader: (text(env, 'CDN_IP_HEADER') ?? 'cf-connecting-ip').toLowerCase(),
+    clientIpHeaders: clientIpHeaders(env),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: text(env, 'MAIL_FROM') ?? 'Canvas <no-reply@localhost>',
     rateLimitMaxRequests: integer(env, 'RATE_LIMIT_MAX_REQUESTS', 200, 1, 1_000_000),

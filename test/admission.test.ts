@@ -88,7 +88,7 @@ t.test('the catalogue: every RPC method has its entry, and every entry is served
 t.test('a route that names no operation stops the app from starting', async (t) => {
   const app = Fastify()
   void app.register(async (scope) => {
-    installAdmission(scope, { core: {} as Core, limiter: undefined, credentialOf: () => undefined, credentialRequired: '', refuse: (_request, reply) => reply })
+    installAdmission(scope, { transport: 'rest', core: {} as Core, limiter: undefined, credentialOf: () => undefined, credentialRequired: '', refuse: (_request, reply) => reply })
     scope.get('/named', { config: { operation: 'rooms.getRoom' } }, async () => ({}))
     scope.get('/unnamed', async () => ({}))
   })

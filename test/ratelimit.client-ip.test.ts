@@ -1,9 +1,9 @@
 // The client address anonymous requests are counted by (SPEC Limits rule 2, DECISIONS §1/§8):
-// forwarding headers only from a peer in TRUST_PROXY, in the order CDN header, X-Real-IP,
+// forwarding headers only from a peer in TRUST_PROXY, in the order CLIENT_IP_HEADERS lists (by default CDN header, X-Real-IP,
 // X-Forwarded-For; IPv6 by /64. Plus the bound on the per-instance memory counters.
 import t from 'tap'
 import { Code, ConnectError } from '@connectrpc/connect'
-import { loadConfig } from '../src/config.js'
+import { ConfigError, loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/database.js'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { MemoryCounters } from '../src/ratelimit/memory-counters.js'
@@ -119,4 +119,48 @@ t.test('the memory counters are bounded: expired windows are swept, live ones ca
   t.equal(counters.size, 1, 'every expired window is gone once time passes')
   t.equal(counters.hit('ip:later', 60_000, now + 59_999).count, 2)
   t.equal(counters.hit('ip:later', 60_000, now + 60_000).count, 1, 'a new window once the old one ended')
+})
+
+t.test('CLIENT_IP_HEADERS: only the listed headers, in the listed order (DECISIONS §16)', async (t) => {
+  // Behind a load balancer that only appends X-Forwarded-For, the operator lists that header alone.
+  const xffOnly = await startApp({ TRUST_PROXY: '127.0.0.1', CLIENT_IP_HEADERS: 'x-forwarded-for' }, { database })
+  t.teardown(xffOnly.close)
+  const client = uniqueClientIp()
+  for (let i = 0; i < 10; i++) t.equal(await requestLogin(xffOnly, { 'x-forwarded-for': client, 'cf-connecting-ip': uniqueClientIp(), 'x-real-ip': uniqueClientIp() }), 200)
+  t.equal(await requestLogin(xffOnly, { 'x-forwarded-for': client, 'cf-connecting-ip': uniqueClientIp() }), 429, 'a made-up CF-Connecting-IP gains no fresh bucket')
+  t.equal(await requestLogin(xffOnly, { 'x-forwarded-for': client, 'x-real-ip': uniqueClientIp() }), 429, 'nor a made-up X-Real-IP')
+
+  // Another order: X-Real-IP first, the CDN header second, X-Forwarded-For never.
+  const reordered = await startApp({ TRUST_PROXY: '127.0.0.1', CLIENT_IP_HEADERS: 'X-Real-IP, CF-Connecting-IP' }, { database })
+  t.teardown(reordered.close)
+  const real = uniqueClientIp()
+  for (let i = 0; i < 10; i++) t.equal(await requestLogin(reordered, { 'x-real-ip': real, 'cf-connecting-ip': uniqueClientIp(), 'x-forwarded-for': uniqueClientIp() }), 200)
+  t.equal(await requestLogin(reordered, { 'x-real-ip': real, 'cf-connecting-ip': uniqueClientIp() }), 429, 'X-Real-IP is read first')
+  const cdn = uniqueClientIp()
+  for (let i = 0; i < 10; i++) t.equal(await requestLogin(reordered, { 'cf-connecting-ip': cdn, 'x-forwarded-for': uniqueClientIp() }), 200)
+  t.equal(await requestLogin(reordered, { 'cf-connecting-ip': cdn, 'x-forwarded-for': uniqueClientIp() }), 429, 'then the CDN header; X-Forwarded-For is not listed')
+  const peer = '198.51.100.77'
+  for (let i = 0; i < 10; i++) t.equal(await requestLogin(reordered, { 'x-forwarded-for': uniqueClientIp() }, '127.0.0.1'), 200)
+  t.equal(await requestLogin(reordered, { 'x-forwarded-for': uniqueClientIp() }, '127.0.0.1'), 429, 'none listed present: the proxy\'s own address')
+  t.equal(await requestLogin(untrusted, { 'x-real-ip': uniqueClientIp() }, peer), 200, '(an untrusted peer is its own client, as ever)')
+})
+
+t.test('CLIENT_IP_HEADERS and the retired CDN_IP_HEADER at start', async (t) => {
+  const failure = (env: Record<string, string>): unknown => {
+    try {
+      loadConfig(testEnv(env))
+    } catch (error) {
+      return error
+    }
+    return undefined
+  }
+  const retired = failure({ CDN_IP_HEADER: 'true-client-ip' })
+  t.ok(retired instanceof ConfigError && retired.variable === 'CDN_IP_HEADER', 'a deployment still setting CDN_IP_HEADER does not start')
+  t.match(String(retired), /CLIENT_IP_HEADERS/, 'and is told its replacement')
+  for (const bad of ['x-real-ip,,x-forwarded-for', 'x real ip', 'x-real-ip,X-Real-IP']) {
+    const error = failure({ CLIENT_IP_HEADERS: bad })
+    t.ok(error instanceof ConfigError && error.variable === 'CLIENT_IP_HEADERS', `"${bad}" is refused naming CLIENT_IP_HEADERS`)
+  }
+  t.same(loadConfig(testEnv()).clientIpHeaders, ['cf-connecting-ip', 'x-real-ip', 'x-forwarded-for'], 'the default: SPEC\'s order')
+  t.same(loadConfig(testEnv({ CLIENT_IP_HEADERS: ' True-Client-IP , x-forwarded-for ' })).clientIpHeaders, ['true-client-ip', 'x-forwarded-for'])
 })

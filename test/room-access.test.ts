@@ -131,9 +131,8 @@ t.test('access: CreateRoom and ListRooms', async (t) => {
   t.equal((await other.rest('POST', '/api/rooms', { name: 'mine' })).statusCode, 201, 'any signed-in user creates rooms')
   t.equal((await anonymous('POST', '/api/rooms', { name: 'mine' })).statusCode, 401)
   t.equal((await ConnectError.from(await rpcClient(s, RoomsService).createRoom({ name: 'x' }).catch((e: unknown) => e)).code), Code.Unauthenticated)
-  const anonymousRestList = await anonymous('GET', '/api/rooms?limit=100')
-  t.equal(anonymousRestList.statusCode, 200)
-  t.ok(anonymousRestList.json().data.every((r: { isPublic: boolean }) => r.isPublic), 'anonymous REST: public rooms only')
+  // Optional is the RPC gateway's class (DECISIONS §16): REST lists need the session.
+  t.equal((await anonymous('GET', '/api/rooms?limit=100')).statusCode, 401, 'anonymous REST: 401')
   const anonymousList = await rpcClient(s, RoomsService, { binary: true }).listRooms({ limit: 100 })
   t.ok(anonymousList.rooms.every((r) => r.isPublic), 'anonymous RPC: public rooms only')
   const otherRooms = (await other.rest('GET', '/api/rooms?limit=100')).json().data.map((r: { id: string }) => r.id)

@@ -66,7 +66,16 @@ t.test('profile updates: NFC and trimmed, 1 to 64 characters, no control or bidi
     ['an isolate', 'a\u2066b'],
     ['a lone surrogate', 'a\ud800b'],
     ['a number', 42],
-    ['1 MB', 'x'.repeat(1_000_000)]
+    ['1 MB', 'x'.repeat(1_000_000)],
+    // Names that show as nobody (issue 26 item 7): only invisible or blank characters.
+    ['zero-width spaces', '\u200B\u200B'],
+    ['a word joiner', '\u2060'],
+    ['tag characters', '\u{E0041}\u{E0064}\u{E006D}\u{E0069}\u{E006E}'],
+    ['Hangul fillers', '\u3164\u3164'],
+    ['a half-width Hangul filler', '\uFFA0'],
+    ['a Braille blank', '\u2800\u2800'],
+    ['invisible and blank together', ' \u200B\u3000\u2060\u180E '],
+    ['a variation selector and a soft hyphen', '\uFE0F\u00AD']
   ]
   for (const [label, displayName] of refusals) {
     const res = await carol.rest('PATCH', '/api/users/me', { displayName })
@@ -75,6 +84,12 @@ t.test('profile updates: NFC and trimmed, 1 to 64 characters, no control or bidi
   }
   const rpcRefusal = await rpcError(carol.rpc(UsersService).updateProfile({ displayName: '\u0007bell' }))
   t.equal(rpcRefusal.code, Code.InvalidArgument)
+  for (const displayName of ['\u200B', '\u3164', '\u{E0041}']) {
+    const invisible = await rpcError(carol.rpc(UsersService, { binary: true }).updateProfile({ displayName }))
+    t.equal(invisible.code, Code.InvalidArgument, `RPC: ${JSON.stringify(displayName)}`)
+    t.match(invisible.rawMessage, /displayName/)
+  }
+  for (const displayName of ['Zoë\u200B', '👩\u200D💻 Dev', 'ㅤA']) t.equal((await carol.rest('PATCH', '/api/users/me', { displayName })).statusCode, 200, `one visible character is enough: ${JSON.stringify(displayName)}`)
   t.equal((await carol.rest('PATCH', '/api/users/me', { email: 'x@example.com' })).statusCode, 400, 'the address is not a profile field')
   t.equal((await anonymousRest(s)('PATCH', '/api/users/me', { displayName: 'x' })).statusCode, 401)
 })
@@ -167,6 +182,85 @@ t.test('search: display names by case-insensitive prefix, an address only exactl
   t.equal((await anonymousRest(s)('GET', `/api/users?q=${prefix}`)).statusCode, 401)
 })
 
+t.test('search is case-insensitive in every script, on any database locale', async (t) => {
+  const tag = randomUUID().replaceAll('-', '').slice(0, 8)
+  const searcher = await signInPerson(s, 'unicode-searcher')
+  const named = async (displayName: string): Promise<string> => {
+    const person = await signInPerson(s, 'unicode')
+    t.equal((await person.rest('PATCH', '/api/users/me', { displayName })).statusCode, 200, displayName)
+    return person.userId
+  }
+  const elodie = await named(`Élodie ${tag}`)
+  const strasse = await named(`Straße ${tag}`)
+  const sofia = await named(`ΣΟΦΊΑ ${tag}`)
+  const hidden = await named(`Bo\u200Bb ${tag}`)
+  const found = async (q: string): Promise<string[]> => {
+    const ids: string[] = []
+    for (let page = 1; ; page++) {
+      const res = await searcher.rest('GET', `/api/users?q=${encodeURIComponent(q)}&limit=100&page=${page}`)
+      t.equal(res.statusCode, 200, q)
+      ids.push(...res.json().data.map((u: { id: string }) => u.id))
+      if (page >= res.json().pagination.totalPages) return ids
+    }
+  }
+  t.ok((await found('él')).includes(elodie), 'Élodie is found by él')
+  for (const q of [`élodie ${tag}`, `ÉLODIE ${tag}`, `E\u0301LODIE ${tag}`]) t.same(await found(q), [elodie], q)
+  t.same(await found(`strasse ${tag}`), [strasse], 'ß folds to ss')
+  t.same(await found(`σοφία ${tag}`), [sofia], 'Greek, with its accent')
+  t.same(await found(`bob ${tag}`), [hidden], 'a zero-width space inside a name does not hide it')
+  t.same(await found(`elodie ${tag}`), [], 'accents still count')
+  const rpc = await searcher.rpc(UsersService).searchUsers({ query: 'éLO', limit: 100 })
+  t.ok(rpc.users.some((u) => u.id === elodie) || rpc.pagination!.total >= 100, 'RPC: the same search')
+  t.same((await searcher.rpc(UsersService, { binary: true }).searchUsers({ query: `ÉLODIE ${tag}` })).users.map((u) => u.id), [elodie], 'RPC binary')
+  for (const q of ['\u200B\u200B', 'a\u200B', ' \u2060 ']) t.equal((await searcher.rest('GET', `/api/users?q=${encodeURIComponent(q)}`)).statusCode, 400, `too short once invisible characters are left aside: ${JSON.stringify(q)}`)
+})
+
+t.test('a query with @ finds the one address exactly, then names starting with it', async (t) => {
+  const prefix = uniquePrefix()
+  const searcher = await signInPerson(s, 'at-searcher')
+  const owner = await signInPerson(s, 'at-owner')
+  const atName = await signInPerson(s, 'at-name')
+  const lookalike = await signInPerson(s, 'at-lookalike')
+  // One user is named like someone else's address; another has "@" in their name.
+  await lookalike.rest('PATCH', '/api/users/me', { displayName: `${owner.email} (not them)` })
+  await atName.rest('PATCH', '/api/users/me', { displayName: `${prefix}@work` })
+  const ids = async (q: string, extra = ''): Promise<{ ids: string[], total: number }> => {
+    const res = (await searcher.rest('GET', `/api/users?q=${encodeURIComponent(q)}${extra}`)).json()
+    return { ids: res.data.map((u: { id: string }) => u.id), total: res.pagination.total }
+  }
+  t.same(await ids(`${prefix}@work`), { ids: [atName.userId], total: 1 }, 'a name with @ is found by name')
+  t.same(await ids(`${prefix}@WO`), { ids: [atName.userId], total: 1 }, 'by its prefix, any case')
+  t.same(await ids(owner.email.toUpperCase()), { ids: [owner.userId, lookalike.userId], total: 2 }, 'the address owner first, then the names')
+  t.same(await ids(owner.email, '&limit=1'), { ids: [owner.userId], total: 2 }, 'a page of one: the address owner')
+  t.same(await ids(owner.email, '&limit=1&page=2'), { ids: [lookalike.userId], total: 2 }, 'page two: the name')
+  t.same(await ids(owner.email.slice(0, -2)), { ids: [lookalike.userId], total: 1 }, 'an address prefix finds only names, never the address')
+  const rpc = await searcher.rpc(UsersService).searchUsers({ query: owner.email })
+  t.same(rpc.users.map((u) => u.id), [owner.userId, lookalike.userId], 'RPC: the same')
+  t.ok(rpc.users.every((u) => u.email === ''), 'no addresses in results')
+})
+
+t.test('GET /api/users/display-info?ids=: GetDisplayInfo on REST, by the same rules', async (t) => {
+  const viewer = await signInPerson(s, 'rest-viewer')
+  const a = await signInPerson(s, 'rest-info-a')
+  const b = await signInPerson(s, 'rest-info-b')
+  await b.rest('PATCH', '/api/users/me', { displayName: 'Bea' })
+  const res = await viewer.rest('GET', `/api/users/display-info?ids=${b.userId},unknown,${a.userId},${b.userId}`)
+  t.equal(res.statusCode, 200)
+  t.same(res.json().data.map((u: { id: string, displayName: string }) => [u.id, u.displayName]), [[b.userId, 'Bea'], [a.userId, a.email.split('@')[0]]], 'in the order asked, unknown left out, once each')
+  t.notOk(res.json().data.some((u: object) => 'email' in u), 'no addresses')
+  const rpc = await viewer.rpc(UsersService).getDisplayInfo({ userIds: [b.userId, 'unknown', a.userId] })
+  t.same(res.json().data, (plain(rpc.users) as Array<Record<string, unknown>>).map(({ email: _email, ...rest }) => rest), 'the same users as RPC')
+  t.same((await viewer.rest('GET', '/api/users/display-info?ids=')).json(), { data: [] }, 'an empty list')
+  const hundred = Array.from({ length: 100 }, (_, i) => i === 0 ? a.userId : `missing-${i}`)
+  t.equal((await viewer.rest('GET', `/api/users/display-info?ids=${hundred.join(',')}`)).json().data.length, 1, '100 ids')
+  for (const [label, query] of [['101 ids', `ids=${[...hundred, 'one-more'].join(',')}`], ['no ids', ''], ['an empty id', `ids=${a.userId},,x`], ['a 201-character id', `ids=${'x'.repeat(201)}`], ['1 MB', `ids=${'x,'.repeat(500_000)}`]]) {
+    const refused = await viewer.rest('GET', `/api/users/display-info?${query}`)
+    t.equal(refused.statusCode, 400, label)
+    t.equal(refused.json().details?.[0]?.field, 'ids', `${label}: names ids`)
+  }
+  t.equal((await anonymousRest(s)('GET', `/api/users/display-info?ids=${a.userId}`)).statusCode, 401, 'Required')
+})
+
 t.test('GetDisplayInfo: up to 100 ids in one call, in the order asked, unknown ids left out', async (t) => {
   const viewer = await signInPerson(s, 'viewer')
   const a = await signInPerson(s, 'info-a')
@@ -195,7 +289,7 @@ t.test('a search pages through the first 1,000 matches only, and says so in its 
   t.teardown(async () => { await many.close(); await database.close() })
   const now = new Date()
   await database.db.insertInto('users').values(Array.from({ length: 1005 }, (_, i) => ({
-    id: `user_many_${i}`, email: `many-${i}@example.test`, display_name: `Manyname ${String(i).padStart(4, '0')}`, created_at: now, updated_at: now
+    id: `user_many_${i}`, email: `many-${i}@example.test`, display_name: `Manyname ${String(i).padStart(4, '0')}`, search_key: `manyname ${String(i).padStart(4, '0')}`, created_at: now, updated_at: now
   }))).execute()
   const viewer = await signInPerson(many, 'viewer')
   const first = (await viewer.rest('GET', '/api/users?q=many&limit=100')).json()

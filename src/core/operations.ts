@@ -3,22 +3,40 @@
 // admission gate (src/http/admission.ts) read it, and the app refuses to start with a REST route or an
 // RPC method that names no entry here. An RPC method's operation is `<domain>.<method>`
 // (app.rooms.v1.RoomsService/GetRoom is `rooms.getRoom`); a REST route names its operation in its
-// config, the RPC one where both transports offer it, so the two cannot disagree.
+// config, the RPC one where both transports offer it, so the two cannot disagree. Where SPEC makes
+// the transports differ, the entry gives each its own access class (`accessOn` reads it).
 
 /** public: no identity needed; optional: identity used when valid; required: refused without it. */
 export type Access = 'public' | 'optional' | 'required'
+
+export type Transport = 'rest' | 'rpc'
+
+/** An access class for each transport, where SPEC makes them differ. */
+export interface AccessByTransport {
+  readonly rest: Access
+  readonly rpc: Access
+}
 
 /** SPEC Limits' tiers; `exempt` is never counted. */
 export type Tier = 'exempt' | 'strict' | 'expensive' | 'upload' | 'canvas' | 'write' | 'read' | 'standard'
 
 export interface OperationPolicy {
-  readonly access: Access
+  /** One class for both transports, or one for each where SPEC makes them differ. */
+  readonly access: Access | AccessByTransport
   readonly tier: Tier
 }
 
 const publicIn = (tier: Tier): OperationPolicy => ({ access: 'public', tier })
 const optionalIn = (tier: Tier): OperationPolicy => ({ access: 'optional', tier })
 const requiredIn = (tier: Tier): OperationPolicy => ({ access: 'required', tier })
+/** SPEC's Optional class is the RPC gateway's (DECISIONS §16): anonymous ListRooms / ListOffices see
+ *  the public ones, while REST needs the session for every route but the public ones. */
+const optionalOnRpcIn = (tier: Tier): OperationPolicy => ({ access: { rest: 'required', rpc: 'optional' }, tier })
+
+/** The access class of an operation's entry on one transport. */
+export function accessOn (policy: OperationPolicy, transport: Transport): Access {
+  return typeof policy.access === 'string' ? policy.access : policy.access[transport]
+}
 
 export const OPERATIONS = {
   'health.check': publicIn('exempt'),
@@ -38,7 +56,7 @@ export const OPERATIONS = {
   'auth.getConfig': publicIn('read'),
   'auth.ping': publicIn('standard'),
 
-  'rooms.listRooms': optionalIn('read'),
+  'rooms.listRooms': optionalOnRpcIn('read'),
   'rooms.getRoom': requiredIn('read'),
   'rooms.createRoom': requiredIn('write'),
   'rooms.updateRoom': requiredIn('write'),
@@ -63,7 +81,7 @@ export const OPERATIONS = {
   /** REST only: the event stream. */
   'sync.subscribe': requiredIn('exempt'),
 
-  'offices.listOffices': optionalIn('read'),
+  'offices.listOffices': optionalOnRpcIn('read'),
   'offices.getOffice': requiredIn('read'),
   'offices.createOffice': requiredIn('write'),
   'offices.updateOffice': requiredIn('write'),
@@ -100,8 +118,9 @@ export const OPERATIONS = {
   'shelves.moveLink': requiredIn('write'),
 
   /** REST only (DECISIONS §9): multipart uploads, counted and refused before any byte of the body
-   *  is read (the gate runs in onRequest). Reading a file: avatars are public, attachments need a
-   *  caller, so the identity is optional here and the rest is the operation's to decide. */
+   *  is read (the gate runs in onRequest). Reading a file is public on REST (DECISIONS §16: its
+   *  unguessable id is the capability): avatars are served to anyone, attachments to a caller, so
+   *  the identity is optional here and the rest is the operation's to decide. */
   'uploads.upload': requiredIn('upload'),
   'uploads.attach': requiredIn('upload'),
   'uploads.get': optionalIn('read'),

@@ -10,6 +10,8 @@ export interface UsersTable {
   id: string
   email: string
   display_name: string
+  /** The display name's search key (src/core/users/search-key.ts), written with every name. */
+  search_key: string
   avatar_url: string | null
   created_at: CreatedAt
   updated_at: Timestamp
@@ -155,6 +157,15 @@ export interface UploadsTable {
   created_at: CreatedAt
 }
 
+/** A numeric video/voice uid held in a channel until its newest token expires (DECISIONS §16). */
+export interface RtcUidClaimsTable {
+  channel_name: string
+  /** bigint: read back as a string by pg. */
+  uid: ColumnType<string, number, number>
+  user_id: string
+  expires_at: Timestamp
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -170,6 +181,7 @@ export interface Database {
   office_members: OfficeMembersTable
   office_invites: OfficeInvitesTable
   uploads: UploadsTable
+  rtc_uid_claims: RtcUidClaimsTable
 }
 
 export type { Generated }

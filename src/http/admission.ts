@@ -10,13 +10,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import type { Actor } from '../core/actor.js'
 import { AppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
-import { isOperationId, OPERATIONS, type OperationId, type OperationPolicy } from '../core/operations.js'
+import { accessOn, isOperationId, OPERATIONS, type Access, type OperationId, type Tier, type Transport } from '../core/operations.js'
 import { rateLimitedError, rateLimitHeaders, type Limiter } from '../ratelimit/limiter.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route's entry in the catalogue (src/core/operations.ts). */
     operation?: OperationId
+    /** Its access class on this route's transport and its tier, set when the route is registered. */
+    admission?: AdmissionPolicy
   }
   interface FastifyRequest {
     /** The caller, when the request carries a valid credential. */
@@ -40,7 +42,13 @@ export interface Admission {
   refusal: AppError | null
 }
 
-export async function admit (core: Core, limiter: Limiter | undefined, request: FastifyRequest, policy: OperationPolicy, credential: string | undefined, credentialRequired: string): Promise<Admission> {
+/** An operation's class on the request's transport, and its tier. */
+export interface AdmissionPolicy {
+  access: Access
+  tier: Tier
+}
+
+export async function admit (core: Core, limiter: Limiter | undefined, request: FastifyRequest, policy: AdmissionPolicy, credential: string | undefined, credentialRequired: string): Promise<Admission> {
   let actor: Actor | null = null
   let identityError: AppError | null = null
   if (policy.access !== 'public' && credential !== undefined) {
@@ -68,6 +76,8 @@ export async function admit (core: Core, limiter: Limiter | undefined, request: 
 
 /** What differs between the transports at the gate. */
 export interface GateOptions {
+  /** Which access class of a catalogue entry applies (they differ where SPEC says so). */
+  transport: Transport
   core: Core
   limiter: Limiter | undefined
   /** The session cookie or Bearer token the request presents, if any. */
@@ -82,7 +92,7 @@ export interface GateOptions {
 
 /** Installs the gate on every route of `scope`, and refuses to register a route without an operation. */
 export function installAdmission (scope: FastifyInstance, options: GateOptions): void {
-  const { core, limiter, credentialOf, credentialRequired, refuse } = options
+  const { transport, core, limiter, credentialOf, credentialRequired, refuse } = options
   scope.addHook('onRoute', (route) => {
     // CORS preflights are answered by @fastify/cors before any gate.
     if (route.method === 'OPTIONS' || (Array.isArray(route.method) && route.method.every((m) => m === 'OPTIONS'))) return
@@ -90,13 +100,14 @@ export function installAdmission (scope: FastifyInstance, options: GateOptions):
     if (!isOperationId(operation)) {
       throw new Error(`${String(route.method)} ${route.url}: no operation in the catalogue (src/core/operations.ts) for ${String(operation)}`)
     }
-    route.config = { ...route.config, operation }
+    const policy = OPERATIONS[operation]
+    route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier } }
   })
   scope.decorateRequest('actor', null)
   scope.addHook('onRequest', async (request, reply) => {
-    const operation = request.routeOptions.config.operation
-    if (operation === undefined) return // not a route of this scope (a 404 or a preflight)
-    const admission = await admit(core, limiter, request, OPERATIONS[operation], credentialOf(request), credentialRequired)
+    const policy = request.routeOptions.config.admission
+    if (policy === undefined) return // not a route of this scope (a 404 or a preflight)
+    const admission = await admit(core, limiter, request, policy, credentialOf(request), credentialRequired)
     request.actor = admission.actor
     for (const [name, value] of admission.headers) void reply.header(name, value)
     if (admission.refusal !== null) return await refuse(request, reply, admission.refusal)

@@ -1,7 +1,9 @@
 // The client's address, by one rule for every use of it (DECISIONS §14: rate-limit keys, stream caps,
-// logs): from a peer in TRUST_PROXY, the first present of the CDN header, X-Real-IP and
-// X-Forwarded-For (SPEC Limits rule 2); from any other peer its socket address only, so forged
-// headers gain nothing. IPv6 clients are grouped by their /64, which one subscriber typically holds
+// logs): from a peer in TRUST_PROXY, the first present of the headers CLIENT_IP_HEADERS lists, in its
+// order (default the CDN's header, X-Real-IP, X-Forwarded-For: SPEC Limits rule 2); from any other
+// peer its socket address only, so forged headers gain nothing. Only the headers the operator's
+// proxies set are listed (DECISIONS §16): behind a proxy that only appends X-Forwarded-For, a
+// client-sent CF-Connecting-IP or X-Real-IP would otherwise pass through it and be believed. IPv6 clients are grouped by their /64, which one subscriber typically holds
 // whole. TRUST_PROXY is read by @fastify/proxy-addr, Fastify's own parser, here and for Fastify.
 import { isIP, isIPv6 } from 'node:net'
 import proxyAddr from '@fastify/proxy-addr'
@@ -85,19 +87,27 @@ function addressIn (value: string | string[] | undefined): string | undefined {
   return first !== undefined && isIP(first) !== 0 ? first : undefined
 }
 
-export function clientIpOf (request: FastifyRequest, trusted: ProxyTrust, cdnHeader: string): string {
-  const peer = request.socket.remoteAddress ?? request.ip
-  if (!trusted(peer, 0)) return clientKeyOf(peer)
-  const headers = request.headers
-  // `request.ip` is Fastify's X-Forwarded-For reading under the same trust: the nearest address that
-  // is not a trusted proxy, which a client cannot forge by prepending entries its proxy appends to.
-  const forwarded = isIP(request.ip) !== 0 ? request.ip : peer
-  return clientKeyOf(addressIn(headers[cdnHeader]) ?? addressIn(headers['x-real-ip']) ?? forwarded)
+/** The address a header gives, by its kind. `request.ip` is Fastify's X-Forwarded-For reading under
+ *  the same trust: the nearest address that is not a trusted proxy, which a client cannot forge by
+ *  prepending entries its proxy appends to. Any other header is taken as the proxy set it. */
+function addressFrom (request: FastifyRequest, header: string): string | undefined {
+  if (header !== 'x-forwarded-for') return addressIn(request.headers[header])
+  return request.headers['x-forwarded-for'] !== undefined && isIP(request.ip) !== 0 ? request.ip : undefined
 }
 
-export function installClientIp (app: FastifyInstance, config: Pick<Config, 'trustProxy' | 'cdnIpHeader'>): void {
+export function clientIpOf (request: FastifyRequest, trusted: ProxyTrust, headers: readonly string[]): string {
+  const peer = request.socket.remoteAddress ?? request.ip
+  if (!trusted(peer, 0)) return clientKeyOf(peer)
+  for (const header of headers) {
+    const address = addressFrom(request, header)
+    if (address !== undefined) return clientKeyOf(address)
+  }
+  return clientKeyOf(peer)
+}
+
+export function installClientIp (app: FastifyInstance, config: Pick<Config, 'trustProxy' | 'clientIpHeaders'>): void {
   const trusted = proxyTrust(config.trustProxy)
   app.decorateRequest('clientIp', {
-    getter (this: FastifyRequest) { return clientIpOf(this, trusted, config.cdnIpHeader) }
+    getter (this: FastifyRequest) { return clientIpOf(this, trusted, config.clientIpHeaders) }
   })
 }

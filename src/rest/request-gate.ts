@@ -10,6 +10,7 @@ import { credentialOf } from './identity.js'
 
 export function installRequestGate (app: FastifyInstance, core: Core, limiter: Limiter | undefined): void {
   installAdmission(app, {
+    transport: 'rest',
     core,
     limiter,
     credentialOf,

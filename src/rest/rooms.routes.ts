@@ -1,4 +1,4 @@
-// /api/rooms: the caller's rooms (every public room with ?scope=public or without a session), one room, create,
+// /api/rooms: the caller's rooms (every public room with ?scope=public), one room, create,
 // update and delete. Parse → one core call → `{ data }`.
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'

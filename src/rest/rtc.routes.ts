@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
 import { GenerateTokenInput } from '../core/rtc/rtc.types.js'
+import { actorOf } from './identity.js'
 
 export function rtcRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
@@ -10,7 +11,7 @@ export function rtcRoutes (core: Core) {
     const { rtc } = core
 
     r.post('/token', { schema: { body: GenerateTokenInput }, config: { operation: 'rtc.generateToken' } }, async (request) => {
-      return { data: rtc.generateToken(request.body) }
+      return { data: await rtc.generateToken(actorOf(request), request.body) }
     })
 
     r.get('/config', { config: { operation: 'rtc.getConfig' } }, async () => {

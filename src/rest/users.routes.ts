@@ -1,10 +1,10 @@
-// /api/users (DECISIONS §9): a user's display info, one's own profile and avatar, search by name or
-// address.
+// /api/users (DECISIONS §9): a user's display info (one, or many at once: `display-info?ids=a,b`),
+// one's own profile and avatar, search by name or address.
 // Parse → one core call → `{ data }`.
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
-import { SearchUsersQuery, UpdateProfileInput, UserIdParams } from '../core/users/users.types.js'
+import { DisplayInfoQuery, SearchUsersQuery, UpdateProfileInput, UserIdParams } from '../core/users/users.types.js'
 import { actorOf } from './identity.js'
 import { acceptMultipart, receiveUpload } from './upload-form.js'
 
@@ -20,6 +20,10 @@ export function userRoutes (core: Core) {
 
     r.patch('/me', { schema: { body: UpdateProfileInput }, config: { operation: 'users.updateProfile' } }, async (request) => {
       return { data: await users.updateProfile(actorOf(request), request.body) }
+    })
+
+    r.get('/display-info', { schema: { querystring: DisplayInfoQuery }, config: { operation: 'users.getDisplayInfo' } }, async (request) => {
+      return { data: await users.displayInfoOfList(actorOf(request), request.query) }
     })
 
     r.get('/:userId', { schema: { params: UserIdParams }, config: { operation: 'users.getUser' } }, async (request) => {

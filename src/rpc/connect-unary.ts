@@ -30,6 +30,7 @@ import { compressionNegotiate, createMethodSerializationLookup, invokeUnaryImple
 import { contentTypeUnaryJson, contentTypeUnaryProto, parseContentType, trailerMux } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { callSignals, type CallSignals } from './call-signals.js'
+import { enumCheckOf } from './closed-enums.js'
 import { connectErrorOf, connectErrorReply } from './errors.js'
 import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
 
@@ -121,6 +122,7 @@ type HandlerOptions = ReturnType<typeof validateUniversalHandlerOptions>
 
 function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod, opt: HandlerOptions, signals: CallSignals, contextValues: ConnectUnaryOptions['contextValues']) {
   const serialization = createMethodSerializationLookup(method, opt.binaryOptions, opt.jsonOptions, opt)
+  const enums = enumCheckOf(method.input)
 
   function contextOf (request: FastifyRequest, binary: boolean, signal: AbortSignal): HandlerContext {
     return {
@@ -170,7 +172,9 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       // No body at all (no Content-Length, not chunked) is an empty one, as for Connect.
       const bytes = (request.body as Buffer | undefined) ?? EMPTY
       // Connect reports a binary body that does not decode as `internal`; it is the caller's mistake.
+      if (!binary) enums?.json(bytes)
       const input = binary ? decodeBinaryMessage(bytes, method.input) : serialization.getI(false).parse(bytes)
+      if (binary) enums?.message(input)
       output = serialization.getO(binary).serialize(await invokeUnaryImplementation(spec, context, input, opt.interceptors))
     } catch (reason) {
       signal.end()

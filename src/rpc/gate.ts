@@ -37,6 +37,7 @@ async function refuse (request: FastifyRequest, reply: FastifyReply, refusal: Ap
 
 export function installRpcGate (app: FastifyInstance, core: Core, limiter: Limiter | undefined): void {
   installAdmission(app, {
+    transport: 'rpc',
     core,
     limiter,
     credentialOf: (request) => bearerTokenOf(request.headers.authorization),

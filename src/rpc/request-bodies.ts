@@ -12,6 +12,7 @@
 // bodies are enveloped messages (1 flag byte, 4 bytes of big-endian length, the message), each
 // flagged compressed or not, all with the request's grpc-encoding. Binary messages are decompressed
 // and parsed; JSON ones only decompressed, as Connect reports bad JSON as `invalid_argument` itself.
+// Either kind is also held to its method's enumerations (closed-enums.ts), which Connect leaves open.
 // An encoding the gateway does not accept is left to Connect, which refuses it (`unimplemented`)
 // before it reads the body. Plain Connect unary calls (connect-unary.ts) decode their own bodies.
 import { promisify } from 'node:util'
@@ -19,6 +20,7 @@ import { brotliDecompress, gunzip } from 'node:zlib'
 import { fromBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf'
 import type { ConnectError } from '@connectrpc/connect'
 import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol'
+import { enumCheckOf, type EnumCheck } from './closed-enums.js'
 import { rpcRefusal } from './errors.js'
 
 const CONNECT_UNARY = /^application\/(proto|json)\s*(;|$)/i
@@ -61,10 +63,11 @@ export function checkRequestBodies (handlers: UniversalHandler[], readMaxBytes: 
 
 function checking (handler: UniversalHandler, readMaxBytes: number): UniversalHandler {
   const input = handler.method.input
+  const enums = enumCheckOf(input)
   const checked = async (request: UniversalServerRequest): ReturnType<UniversalHandler> => {
-    const body = bodyOf(request.header)
+    const body = bodyOf(request.header, enums !== undefined)
     if (body === undefined || !isByteStream(request.body)) return await handler(request)
-    return await handler({ ...request, body: checkedBody(request.body, input, body, readMaxBytes) })
+    return await handler({ ...request, body: checkedBody(request.body, input, body, readMaxBytes, enums) })
   }
   const { protocolNames, service, method, requestPath, allowedMethods, supportedContentType } = handler
   return Object.assign(checked, { protocolNames, service, method, requestPath, allowedMethods, supportedContentType })
@@ -74,8 +77,9 @@ function isByteStream (body: UniversalServerRequest['body']): body is AsyncItera
   return typeof body === 'object' && body !== null && Symbol.asyncIterator in body
 }
 
-/** The body to check, or undefined when there is nothing Connect would misreport. */
-function bodyOf (headers: Headers): Body | undefined {
+/** The body to check, or undefined when there is nothing Connect would misreport (or let through:
+ *  a JSON enum value the method's enum lacks, closed-enums.ts). */
+function bodyOf (headers: Headers, holdsEnum: boolean): Body | undefined {
   const contentType = headers.get('content-type') ?? ''
   const framing = CONNECT_UNARY.test(contentType) ? 'bare' : ENVELOPED.test(contentType) ? 'enveloped' : undefined
   if (framing === undefined) return undefined
@@ -84,8 +88,9 @@ function bodyOf (headers: Headers): Body | undefined {
   const compression = COMPRESSIONS.get(encoding)
   if (encoding !== 'identity' && compression === undefined) return undefined
   const binary = !JSON_MESSAGES.test(contentType)
-  // An uncompressed Connect JSON body is Connect's to check; its parse errors are invalid_argument.
-  if (framing === 'bare' && !binary && compression === undefined) return undefined
+  // An uncompressed Connect JSON body is Connect's to check (its parse errors are invalid_argument),
+  // but for its enum values.
+  if (framing === 'bare' && !binary && compression === undefined && !holdsEnum) return undefined
   return { framing, binary, compression }
 }
 
@@ -105,7 +110,7 @@ function messagesOf (body: Buffer, { framing, compression }: Body): Message[] {
   return messages
 }
 
-async function * checkedBody (chunks: AsyncIterable<Uint8Array>, input: DescMessage, body: Body, readMaxBytes: number): AsyncGenerator<Uint8Array> {
+async function * checkedBody (chunks: AsyncIterable<Uint8Array>, input: DescMessage, body: Body, readMaxBytes: number, enums: EnumCheck | undefined): AsyncGenerator<Uint8Array> {
   const received: Uint8Array[] = []
   let size = 0
   for await (const chunk of chunks) {
@@ -116,7 +121,12 @@ async function * checkedBody (chunks: AsyncIterable<Uint8Array>, input: DescMess
   const bytes = Buffer.concat(received)
   for (const message of messagesOf(bytes, body)) {
     const plain = message.compressed ? await decompressed(message.bytes, input, body.compression, readMaxBytes) : message.bytes
-    if (body.binary) decodeBinaryMessage(plain, input)
+    if (body.binary) {
+      const message = decodeBinaryMessage(plain, input)
+      enums?.message(message)
+    } else {
+      enums?.json(plain)
+    }
   }
   yield bytes
 }

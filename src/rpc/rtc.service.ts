@@ -1,6 +1,7 @@
 // app.rtc.v1.RtcService: message ↔ core mapping only. An unset role asks for the default, PUBLISHER.
 import type { ServiceImpl } from '@connectrpc/connect'
 import type { Core } from '../core/index.js'
+import { actorOf } from './context.js'
 import { RtcRole, RtcService } from '../gen/app/rtc/v1/rtc_pb.js'
 
 const ROLE_NAMES: Partial<Record<RtcRole, 'PUBLISHER' | 'SUBSCRIBER'>> = {
@@ -11,10 +12,11 @@ const ROLE_NAMES: Partial<Record<RtcRole, 'PUBLISHER' | 'SUBSCRIBER'>> = {
 export function rtcService (core: Core): ServiceImpl<typeof RtcService> {
   const { rtc } = core
   return {
-    async generateToken (req) {
-      // An unknown enum number arrives as itself; the core names it invalid.
+    async generateToken (req, context) {
+      // The gateway has refused enum values RtcRole lacks (closed-enums.ts); should one come through
+      // anyway, it reaches the core as itself, and the core names it invalid.
       const role = req.role === RtcRole.RTC_ROLE_UNSPECIFIED ? undefined : (ROLE_NAMES[req.role] ?? String(req.role))
-      return rtc.generateToken({ channelName: req.channelName, uid: req.uid, role })
+      return await rtc.generateToken(actorOf(context), { channelName: req.channelName, uid: req.uid, role })
     },
     async getConfig () {
       return rtc.config()

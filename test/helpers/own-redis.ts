@@ -16,7 +16,7 @@ export interface OwnRedis {
   stop (): Promise<void>
 }
 
-async function freePort (): Promise<number> {
+export async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)

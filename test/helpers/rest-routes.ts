@@ -44,5 +44,6 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'POST', url: '/api/uploads' },
   { method: 'POST', url: '/api/attachments' },
   { method: 'GET', url: '/api/uploads/:fileId' },
-  { method: 'DELETE', url: '/api/uploads/:fileId' }
+  { method: 'DELETE', url: '/api/uploads/:fileId' },
+  { method: 'GET', url: '/api/users/display-info' }
 ]

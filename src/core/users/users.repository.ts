@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.js'
 import type { UsersTable } from '../../db/schema.js'
 import { newId } from '../../infra/ids.js'
 import type { PageWindow } from '../pagination.js'
+import { searchKeyOf } from './search-key.js'
 
 export async function findUserById (db: Db, id: string): Promise<Selectable<UsersTable> | undefined> {
   return await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst()
@@ -15,8 +16,9 @@ export async function findUserIdByEmail (db: Db, email: string): Promise<string 
 
 /** Returns the user with this (normalised) address, creating it on first sign-in. Safe under races. */
 export async function findOrCreateUserByEmail (db: Db, email: string, now: Date): Promise<Selectable<UsersTable>> {
+  const displayName = email.split('@')[0] ?? email
   const inserted = await db.insertInto('users')
-    .values({ id: newId('user'), email, display_name: email.split('@')[0] ?? email, created_at: now, updated_at: now })
+    .values({ id: newId('user'), email, display_name: displayName, search_key: searchKeyOf(displayName), created_at: now, updated_at: now })
     .onConflict((oc) => oc.column('email').doNothing())
     .returningAll()
     .executeTakeFirst()
@@ -30,8 +32,9 @@ export async function deleteUserRow (db: Db, id: string): Promise<void> {
 
 type PublicUserRow = Pick<Selectable<UsersTable>, 'id' | 'display_name' | 'avatar_url' | 'created_at'>
 
-/** The name key the search index is built on (migration users_search): lower-cased, byte order. */
-const nameKey = sql<string>`lower(display_name) collate "C"`
+/** The name key the search index is built on (migration users_search_key): the core's search key
+ *  (search-key.ts), compared in byte order. */
+const nameKey = sql<string>`search_key collate "C"`
 
 /** `%`, `_` and the escape character itself match literally in a LIKE prefix. */
 function likePrefix (text: string): string {
@@ -39,13 +42,14 @@ function likePrefix (text: string): string {
 }
 
 /**
- * Users whose display name starts with `prefix` (case-insensitive), in name order: an index range
- * scan that stops after the page. Only the first `maxMatches` matches can be paged to (and counted):
- * a two-letter prefix may match a tenth of all users, and nobody pages through them — they type on.
+ * Users whose search key starts with `keyPrefix` (the search key of what was typed), in key order:
+ * an index range scan that stops after the page. Only the first `maxMatches` matches can be paged to
+ * (and counted): a two-letter prefix may match a tenth of all users, and nobody pages through them —
+ * they type on. `except` leaves one user out (one already shown first).
  */
-export async function searchByNamePrefix (db: Db, prefix: string, window: PageWindow, maxMatches: number): Promise<{ rows: PublicUserRow[], total: number }> {
-  // lower() of the pattern in SQL, so both sides are lower-cased by the same rules.
-  const matches = sql<boolean>`${nameKey} like (lower(${likePrefix(prefix)}) collate "C")`
+export async function searchByNamePrefix (db: Db, keyPrefix: string, window: Pick<PageWindow, 'offset' | 'limit'>, maxMatches: number, except?: string): Promise<{ rows: PublicUserRow[], total: number }> {
+  const prefixMatch = sql<boolean>`${nameKey} like (${likePrefix(keyPrefix)} collate "C")`
+  const matches = except === undefined ? prefixMatch : sql<boolean>`${prefixMatch} and id <> ${except}`
   const limit = Math.min(window.limit, maxMatches - window.offset)
   const rows = limit <= 0
     ? []
@@ -64,16 +68,22 @@ export async function searchByNamePrefix (db: Db, prefix: string, window: PageWi
   return { rows, total }
 }
 
+/** The one user with this (normalised) address, as anyone may see them. */
+export async function findPublicUserByEmail (db: Db, email: string): Promise<PublicUserRow | undefined> {
+  return await db.selectFrom('users').select(['id', 'display_name', 'avatar_url', 'created_at']).where('email', '=', email).executeTakeFirst()
+}
+
 export async function findPublicUsersByIds (db: Db, ids: readonly string[]): Promise<PublicUserRow[]> {
   if (ids.length === 0) return []
   // One array parameter rather than a hundred: the statement is the same text whatever the count.
   return await db.selectFrom('users').select(['id', 'display_name', 'avatar_url', 'created_at']).where(sql<boolean>`id = any(${[...ids]}::text[])`).execute()
 }
 
+/** A new display name is written with its search key, always together. */
 export async function updateProfile (db: Db, id: string, change: { displayName?: string, avatarUrl?: string | null }, now: Date): Promise<Selectable<UsersTable> | undefined> {
   return await db.updateTable('users')
     .set({
-      ...(change.displayName === undefined ? {} : { display_name: change.displayName }),
+      ...(change.displayName === undefined ? {} : { display_name: change.displayName, search_key: searchKeyOf(change.displayName) }),
       ...(change.avatarUrl === undefined ? {} : { avatar_url: change.avatarUrl }),
       updated_at: now
     })

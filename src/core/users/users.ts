@@ -5,24 +5,16 @@ import type { CoreDeps } from '../deps.js'
 import { notFound, validationError } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { parseInput } from '../validation.js'
+import { normaliseDisplayName } from './display-name.js'
+import { searchKeyOf } from './search-key.js'
 import * as repo from './users.repository.js'
 import {
-  DISPLAY_NAME_MAX, GetDisplayInfoInput, GetUserInput, SEARCH_MAX_MATCHES, SEARCH_MIN_CHARS, SearchUsersQuery, UpdateProfileInput,
+  DISPLAY_INFO_MAX_IDS, DisplayInfoQuery, GetDisplayInfoInput, GetUserInput, SEARCH_MAX_MATCHES, SEARCH_MIN_CHARS, SearchUsersQuery, UpdateProfileInput,
   toPublicUser, toUser, type PublicUser, type User
 } from './users.types.js'
 
-/** C0/C1 controls, line and paragraph separators, and the bidirectional marks, embeddings,
- *  overrides and isolates that would let a name reorder the text around it. */
-const FORBIDDEN_IN_NAME = /[\p{Cc}\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/u
-
-/** A display name as stored: NFC, trimmed, 1–64 characters (code points), nothing that hides or reorders text. */
-export function normaliseDisplayName (raw: string): string {
-  const name = raw.normalize('NFC').trim()
-  const length = [...name].length
-  if (length < 1 || length > DISPLAY_NAME_MAX) throw validationError('displayName', `must be 1 to ${DISPLAY_NAME_MAX} characters after trimming`)
-  if (!name.isWellFormed() || FORBIDDEN_IN_NAME.test(name)) throw validationError('displayName', 'must not contain control or bidirectional-override characters')
-  return name
-}
+/** What a query's length is counted in: characters that show (the search key drops the rest). */
+const UNSEEN = /[\p{Default_Ignorable_Code_Point}\p{White_Space}]/gu
 
 export interface UsersOptions {
   /** Called after a profile change commits, so cached copies of the user go on every instance. */
@@ -41,6 +33,12 @@ export function createUsers (deps: CoreDeps, options: UsersOptions) {
       throw validationError('avatarUrl', 'must be the URL of an avatar you uploaded to this service (POST /api/users/avatar), or empty to clear')
     }
     return url
+  }
+
+  async function displayInfoOf (userIds: readonly string[]): Promise<PublicUser[]> {
+    const unique = [...new Set(userIds)]
+    const byId = new Map((await repo.findPublicUsersByIds(db, unique)).map((row) => [row.id, toPublicUser(row)]))
+    return unique.flatMap((id) => byId.get(id) ?? [])
   }
 
   return {
@@ -63,28 +61,38 @@ export function createUsers (deps: CoreDeps, options: UsersOptions) {
       return toUser(row)
     },
 
-    /** Display names starting with the query (case-insensitive), or the one user with exactly this address. */
+    /** Display names starting with the query (case-insensitive, any script), and — for a query
+     *  with `@` — first the one user whose address it is exactly. */
     async search (_actor: Actor, input: unknown): Promise<Page<PublicUser>> {
       const query = parseInput(SearchUsersQuery, input)
       const text = query.q.normalize('NFC').trim()
-      if ([...text].length < SEARCH_MIN_CHARS) throw validationError('q', `must be at least ${SEARCH_MIN_CHARS} characters`)
+      if ([...text.replace(UNSEEN, '')].length < SEARCH_MIN_CHARS) throw validationError('q', `must be at least ${SEARCH_MIN_CHARS} characters`)
       const window = pageWindow(query)
-      if (text.includes('@')) {
-        // An address is matched whole: a prefix would let anyone enumerate addresses letter by letter.
-        const id = await repo.findUserIdByEmail(db, text.toLowerCase())
-        const rows = id === undefined || window.offset > 0 ? [] : await repo.findPublicUsersByIds(db, [id])
-        return { items: rows.map(toPublicUser), pagination: paginationOf(window, id === undefined ? 0 : 1) }
+      // An address is matched whole: a prefix would let anyone enumerate addresses letter by letter.
+      const addressee = text.includes('@') ? await repo.findPublicUserByEmail(db, text.toLowerCase()) : undefined
+      if (addressee === undefined) {
+        const { rows, total } = await repo.searchByNamePrefix(db, searchKeyOf(text), window, SEARCH_MAX_MATCHES)
+        return { items: rows.map(toPublicUser), pagination: paginationOf(window, total) }
       }
-      const { rows, total } = await repo.searchByNamePrefix(db, text, window, SEARCH_MAX_MATCHES)
-      return { items: rows.map(toPublicUser), pagination: paginationOf(window, total) }
+      // The addressee is the first match; the names follow, without them, one place later.
+      const names = { offset: Math.max(0, window.offset - 1), limit: window.offset === 0 ? window.limit - 1 : window.limit }
+      const { rows, total } = await repo.searchByNamePrefix(db, searchKeyOf(text), names, SEARCH_MAX_MATCHES, addressee.id)
+      return { items: [...(window.offset === 0 ? [addressee] : []), ...rows].map(toPublicUser), pagination: paginationOf(window, 1 + total) }
     },
 
     /** Display info of up to 100 users, in the order asked; unknown ids are left out. */
     async displayInfo (_actor: Actor, input: unknown): Promise<PublicUser[]> {
       const { userIds } = parseInput(GetDisplayInfoInput, input)
-      const unique = [...new Set(userIds)]
-      const byId = new Map((await repo.findPublicUsersByIds(db, unique)).map((row) => [row.id, toPublicUser(row)]))
-      return unique.flatMap((id) => byId.get(id) ?? [])
+      return await displayInfoOf(userIds)
+    },
+
+    /** The same for REST, whose ids come as one comma-separated parameter (`ids`), by the same rules. */
+    async displayInfoOfList (_actor: Actor, input: unknown): Promise<PublicUser[]> {
+      const { ids } = parseInput(DisplayInfoQuery, input)
+      const userIds = ids === '' ? [] : ids.split(',')
+      if (userIds.length > DISPLAY_INFO_MAX_IDS) throw validationError('ids', `must be a comma-separated list of at most ${DISPLAY_INFO_MAX_IDS} user ids`)
+      if (userIds.some((id) => id.length < 1 || id.length > 200)) throw validationError('ids', 'must be user ids of 1 to 200 characters, separated by commas')
+      return await displayInfoOf(userIds)
     }
   }
 }

@@ -4,6 +4,7 @@ import type { Selectable } from 'kysely'
 import { Type } from 'typebox'
 import type { UsersTable } from '../../db/schema.js'
 import { PageFields } from '../pagination.js'
+import { DISPLAY_NAME_MAX } from './display-name.js'
 
 /** A user as their own profile shows them. */
 export interface User {
@@ -24,7 +25,6 @@ export interface UserSummary {
   avatarUrl: string
 }
 
-export const DISPLAY_NAME_MAX = 64
 /** GetDisplayInfo resolves at most this many ids per call. */
 export const DISPLAY_INFO_MAX_IDS = 100
 /** A search needs this many characters: a shorter prefix would list everyone. */
@@ -51,11 +51,16 @@ export const SearchUsersQuery = Type.Object({
   ...PageFields
 })
 
+/** REST `GET /api/users/display-info?ids=<id>,<id>,…`: the same list as one comma-separated parameter. */
+export const DisplayInfoQuery = Type.Object({
+  ids: Type.String({ maxLength: DISPLAY_INFO_MAX_IDS * 201, errorMessage: `must be a comma-separated list of at most ${DISPLAY_INFO_MAX_IDS} user ids` })
+})
+
 export const GetDisplayInfoInput = Type.Object({
   userIds: Type.Array(UserId, { maxItems: DISPLAY_INFO_MAX_IDS, errorMessage: `must be a list of at most ${DISPLAY_INFO_MAX_IDS} user ids` })
 }, { additionalProperties: false })
 
-export function toUser (row: Selectable<UsersTable>): User {
+export function toUser (row: Omit<Selectable<UsersTable>, 'search_key'>): User {
   return {
     id: row.id,
     email: row.email,
