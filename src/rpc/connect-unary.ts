@@ -108,7 +108,7 @@ export async function connectUnaryRoutes (app: FastifyInstance, options: Connect
       for (const method of service.methods) {
         const spec = methods[method.localName]
         if (spec?.kind !== 'unary') continue
-        const answer = unaryCall(spec, method, opt, signals, options.contextValues)
+        const answer = unaryCall(spec, method, { ...opt, readMaxBytes }, signals, options.contextValues)
         scope.post(`/${service.typeName}/${method.name}`, {
           constraints: { [CONSTRAINT]: PLAIN },
           config: { connectUnary: true },

@@ -156,7 +156,7 @@ export function docx (paragraphs: readonly string[]): Buffer {
 
 /** A Word document that is a zip bomb of a few KiB: a 1 MiB run of zeros stored once, named again
  *  by `copies` central-directory entries, so unpacking it all writes copies × 1 MiB. */
-export function zipBombDocx (copies = 200): Buffer {
+export function zipBombDocx (copies = 100): Buffer {
   return zip([{ name: 'word/media/zeros.bin', data: Buffer.alloc(1024 * 1024) }, ...docxEntries(['Jane Doe'])], copies)
 }
 

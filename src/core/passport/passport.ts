@@ -193,10 +193,12 @@ export function createPassports (deps: CoreDeps) {
         const passport = await repo.lockPassport(trx, actor.userId, now)
         const have = new Set((await repo.skillsOf(trx, actor.userId)).map((s) => s.name_key))
         let skillRoom = SKILLS_MAX - have.size
+        // Skills list in the order they were added (created_at): a millisecond apart keeps the CV's order.
+        let at = now.getTime()
         for (const name of found.skills) {
           const key = skillKey(name)
           if (have.has(key) || skillRoom <= 0) continue
-          await repo.insertSkill(trx, { id: newId('skill'), userId: actor.userId, name, nameKey: key, level: null, now })
+          await repo.insertSkill(trx, { id: newId('skill'), userId: actor.userId, name, nameKey: key, level: null, now: new Date(++at) })
           have.add(key)
           skillRoom--
         }
