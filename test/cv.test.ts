@@ -63,7 +63,7 @@ t.test('bad files: each a 400 naming the file with the reason, never a 500', asy
     ['a corrupt PDF', corruptPdf(), /damaged PDF/],
     ['a zip-bomb DOCX', zipBombDocx(), /zip bomb.*declares 101 MiB/],
     ['a DOCX whose sizes lie', lyingDocx(), /zip bomb.*unpacks to more than it declares/],
-    ['a PDF deflate bomb', pdfBomb(100), /compression bomb/],
+    ['a PDF deflate bomb', await pdfBomb(100), /compression bomb/],
     ['an image', pngImage(), /image\/png, not a CV/],
     ['binary junk', Buffer.from([0x00, 0x01, 0x02, 0xfe, 0xff, 0x10, 0x11]), /neither a PDF, a DOCX nor/]
   ]

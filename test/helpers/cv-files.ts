@@ -1,7 +1,9 @@
 // CV files the tests (and bench/cv.ts) build themselves: PDFs written object by object, DOCX files
 // zipped by hand (so a test can also write what no honest tool would: overlapping entries, sizes
 // that lie). Each is a few KiB.
-import { crc32, deflateRawSync, deflateSync } from 'node:zlib'
+import { Readable } from 'node:stream'
+import { buffer } from 'node:stream/consumers'
+import { crc32, createDeflate, deflateRawSync } from 'node:zlib'
 
 /** A PDF string literal's text with its special characters escaped. */
 function pdfText (text: string): string {
@@ -173,9 +175,11 @@ export function pngImage (): Buffer {
   return Buffer.concat([header, Buffer.alloc(64)])
 }
 
-/** A PDF whose one content stream is a deflate bomb: `mebibytes` MiB of spaces, compressed. */
-export function pdfBomb (mebibytes: number): Buffer {
-  const packed = deflateSync(Buffer.alloc(mebibytes * 1024 * 1024, 0x20), { level: 9 })
+/** A PDF whose one content stream is a deflate bomb: `mebibytes` MiB of spaces, compressed (streamed
+ *  through zlib a mebibyte at a time, so building a gigabyte's bomb holds only the compressed bytes). */
+export async function pdfBomb (mebibytes: number): Promise<Buffer> {
+  const spaces = Buffer.alloc(1024 * 1024, 0x20)
+  const packed = await buffer(Readable.from((function * () { for (let i = 0; i < mebibytes; i++) yield spaces })()).pipe(createDeflate({ level: 9 })))
   const head = assemblePdf([
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
