@@ -77,7 +77,12 @@ say(`database: ${process.env.DATABASE_URL === undefined ? 'PGlite (embedded)' : 
 const pdf = pdfWithText(cvPages())
 const word = docx(cvPages().flat())
 for (const [name, file] of [['cv.pdf', pdf], ['cv.docx', word]] as const) {
-  await parse(file, name) // the worker loads its parser once
+  // The worker loads its parser on first use; on a crowded machine that can take a while.
+  for (let tries = 1; ; tries++) {
+    const cold = await parse(file, name)
+    say(`1. first parse of ${name} (loads the parser): ${cold.status} after ${ms(cold.ms)}`)
+    if (cold.status === 200 || tries === 5) break
+  }
   const times: number[] = []
   for (let i = 0; i < PARSES; i++) {
     const { status, ms: took } = await parse(file, name)

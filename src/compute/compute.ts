@@ -4,6 +4,7 @@
 // calling the core's pure function; a runner `pool.task<typeof fn>({ name, filename:
 // workerModule('<kind>.worker'), timeoutMs })` below; and a method on `Compute` that maps the
 // pool's errors (ComputeTimeoutError, ComputeFailedError) to what that operation promises.
+import { MessageChannel } from 'node:worker_threads'
 import type { Config } from '../config.js'
 import type { Compute } from '../core/deps.js'
 import type { Logger } from '../infra/logger.js'
@@ -46,13 +47,24 @@ export function createCompute (config: Pick<Config, 'computeThreads' | 'computeQ
         }
       },
       async parseCv (bytes) {
+        // The worker says when the parse itself begins: a parse that ran out of time refuses the
+        // file, one that never got a thread (a saturated machine, a worker loading its parsers)
+        // says the service is busy.
+        const { port1: began, port2: started } = new MessageChannel()
+        let running = false
+        began.once('message', () => { running = true })
+        began.unref()
         try {
-          return await runCv({ bytes })
+          return await runCv({ bytes, started }, { transferList: [started] })
         } catch (error) {
-          // Past its time or memory: the file is the likelier cause, so it is refused as such.
-          if (error instanceof ComputeTimeoutError) return { ok: false, refusal: 'too-complex', reason: `could not be read within ${CV_TIMEOUT_MS / 1000} s (a file built to be slow to read, or the service is very busy)` }
+          if (error instanceof ComputeTimeoutError) {
+            if (!running) throw new AppError('unavailable', `The CV could not be read within ${CV_TIMEOUT_MS / 1000} s: the service is busy; try again shortly.`, [], 5)
+            return { ok: false, refusal: 'too-complex', reason: `could not be read within ${CV_TIMEOUT_MS / 1000} s` }
+          }
           if (error instanceof ComputeFailedError && outOfMemory(error)) return { ok: false, refusal: 'too-complex', reason: `needs more than the ${WORKER_MEMORY_MB} MiB a CV may take to read` }
           throw error
+        } finally {
+          began.close()
         }
       }
     },

@@ -189,3 +189,15 @@ export async function pdfBomb (mebibytes: number): Promise<Buffer> {
   const at = head.indexOf('@@')
   return Buffer.concat([head.subarray(0, at), packed, head.subarray(at + 2)])
 }
+
+/** Parses a tiny text CV until the app's CV worker answers: its first task loads the parsers, which
+ *  on a crowded machine can take past the 10 s limit (503, Retry-After) before any parse begins. */
+export async function warmCvParser (url: string, cookie: string, tries = 6): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    const form = new FormData()
+    form.append('file', new Blob([new TextEncoder().encode('Skills\nGo\n')]), 'warm.txt')
+    const res = await fetch(`${url}/api/cv/parse`, { method: 'POST', headers: { cookie: `app_session=${cookie}` }, body: form })
+    await res.arrayBuffer()
+    if (res.status !== 503) return
+  }
+}

@@ -6,7 +6,7 @@
 // (src/compute/cv.worker.ts); no network is used.
 import { fileTypeFromBuffer } from 'file-type'
 import mammoth from 'mammoth'
-import { extractText, getDocumentProxy } from 'unpdf'
+import { extractText, getDocumentProxy, getResolvedPDFJS } from 'unpdf'
 import type { CvRefusal } from './cv.types.js'
 import { BrokenZipError, ZipBombError, checkDocxArchive } from './docx-guard.js'
 import { PdfBombError, checkPdfStreams } from './pdf-guard.js'
@@ -82,6 +82,11 @@ function plainText (bytes: Uint8Array): string {
   if (BINARY.test(text)) throw new CvRefused('unsupported-type', 'is neither a PDF, a DOCX nor plain text (it holds binary data)')
   if (text.trim() === '') throw new CvRefused('no-text', 'holds no text')
   return text.replace(/^\ufeff/, '')
+}
+
+/** Loads PDF.js now (unpdf otherwise loads it with the first PDF), for a worker to be ready before its first task. */
+export async function loadCvParsers (): Promise<void> {
+  await getResolvedPDFJS()
 }
 
 /** The file's text; throws CvRefused with the reason. */
