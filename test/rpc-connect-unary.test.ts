@@ -92,8 +92,10 @@ t.test('failed calls answer the same Connect error', async (t) => {
     ['a field of the wrong type', 'app.rooms.v1.RoomsService/GetRoom', { ...json, ...bearer }, '{"roomId":5}', Code.InvalidArgument],
     ['binary bytes that are no message', 'app.rooms.v1.RoomsService/GetRoom', { ...proto, ...bearer }, Buffer.from([0x0f, 0xff, 0x00, 0x12]), Code.InvalidArgument],
     ['a validation error with field violations', 'app.rooms.v1.RoomsService/CreateRoom', { ...json, ...bearer }, JSON.stringify({ name: '' }), Code.InvalidArgument],
-    ['a method not built yet', 'app.shelves.v1.ShelvesService/GetShelf', { ...json, ...bearer }, '{}', Code.Unimplemented],
-    ['a body over 1 MiB', 'app.rooms.v1.RoomsService/GetRoom', { ...json, ...bearer }, JSON.stringify({ roomId: 'x'.repeat(1024 * 1024) }), Code.ResourceExhausted]
+    ['a body over 1 MiB', 'app.rooms.v1.RoomsService/GetRoom', { ...json, ...bearer }, JSON.stringify({ roomId: 'x'.repeat(1024 * 1024) }), Code.ResourceExhausted],
+    // PassportService reads up to 7 MiB (ImportCV's file, in base64 JSON).
+    ['a passport body over 1 MiB, under 7 MiB', 'app.passport.v1.PassportService/AddSkill', { ...json, ...bearer }, JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }), Code.InvalidArgument],
+    ['a passport body over 7 MiB', 'app.passport.v1.PassportService/ImportCV', { ...json, ...bearer }, JSON.stringify({ filename: 'x'.repeat(7 * 1024 * 1024) }), Code.ResourceExhausted]
   ]
   for (const [what, procedure, headers, payload, code] of cases) {
     const answer = await sameAnswer(t, what, procedure, headers, payload)

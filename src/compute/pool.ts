@@ -28,6 +28,8 @@ export interface ComputeTaskSpec {
 export interface RunOptions {
   /** Aborts the task (removed from the queue, or its worker stopped); it rejects with the signal's reason. */
   readonly signal?: AbortSignal
+  /** Objects in the input moved to the worker rather than copied (a MessagePort must be). */
+  readonly transferList?: readonly Transferable[]
 }
 
 export type TaskRunner<Run extends WorkerFunction> = (input: Parameters<Run>[0], options?: RunOptions) => Promise<Awaited<ReturnType<Run>>>
@@ -126,7 +128,8 @@ export function createComputePool (options: ComputePoolOptions): ComputePool {
       const signal = runOptions.signal === undefined ? timeout : AbortSignal.any([timeout, runOptions.signal])
       inFlight++
       try {
-        const result: Awaited<ReturnType<Run>> = await piscina().run(input, { filename: spec.filename, signal })
+        const transferList = runOptions.transferList as NonNullable<Parameters<Piscina['run']>[1]>['transferList']
+        const result: Awaited<ReturnType<Run>> = await piscina().run(input, { filename: spec.filename, signal, ...(transferList === undefined ? {} : { transferList }) })
         return result
       } catch (error) {
         if (runOptions.signal?.aborted === true) throw runOptions.signal.reason

@@ -11,6 +11,7 @@ import type { SessionSignals } from './auth/session-signals.js'
 import type { CursorFeed } from './cursors/cursors.types.js'
 import type { TilePosition } from './canvas/canvas.types.js'
 import type { LayoutAlgorithm } from './canvas/layout.js'
+import type { CvParseResult } from './passport/cv.types.js'
 
 /**
  * CPU-heavy work, run off the event loop (src/compute: a worker pool) so one caller's task never
@@ -20,6 +21,9 @@ import type { LayoutAlgorithm } from './canvas/layout.js'
 export interface Compute {
   /** What `computeLayout` in canvas/layout.ts returns for these ids, computed elsewhere. */
   layout (algorithm: LayoutAlgorithm, tileIds: readonly string[]): Promise<TilePosition[]>
+  /** What `parseCv` in passport/cv-parse.ts returns for these bytes; a file past the task's time or
+   *  memory limit is a refusal (`too-complex`), not an error. */
+  parseCv (bytes: Uint8Array): Promise<CvParseResult>
 }
 
 export interface CoreDeps {

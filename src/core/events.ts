@@ -6,6 +6,8 @@ import type { LayoutIssue, PositionResult, TilePosition, CursorPosition } from '
 import type { Office, OfficeRole } from './offices/offices.types.js'
 import type { Room } from './rooms/rooms.types.js'
 import type { Spark } from './sparks/sparks.types.js'
+import type { LinkPlace } from './shelves/shelves.js'
+import type { Link, Shelf, ShelfSummary } from './shelves/shelves.types.js'
 
 /** Event type → payload, exactly as SPEC's event table. */
 export interface EventMap {
@@ -27,6 +29,12 @@ export interface EventMap {
   'office:deleted': { id: string }
   'office:member-joined': { officeId: string, userId: string, role: OfficeRole }
   'office:member-left': { officeId: string, userId: string }
+  'shelf:created': Shelf
+  /** The shelf's own fields (never its links: src/core/shelves/shelves.ts); a move adds `moved`. */
+  'shelf:updated': ShelfSummary & { moved?: LinkPlace[] }
+  'shelf:deleted': { id: string }
+  'shelf:link-added': { shelfId: string, link: Link }
+  'shelf:link-removed': { shelfId: string, linkId: string }
 }
 
 export type EventType = keyof EventMap

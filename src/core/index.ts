@@ -6,6 +6,8 @@ import { createCursors } from './cursors/cursors.js'
 import type { CoreDeps } from './deps.js'
 import { createInvites } from './offices/invites.js'
 import { createOffices } from './offices/offices.js'
+import { createPassports } from './passport/passport.js'
+import { createShelves } from './shelves/shelves.js'
 import { createRooms } from './rooms/rooms.js'
 import { createSparks } from './sparks/sparks.js'
 import { createUsers } from './users/users.js'
@@ -33,7 +35,9 @@ export function createCore (deps: CoreDeps) {
     invites: createInvites(deps),
     rtc: createRtc(deps),
     cursors: createCursors(deps.cursorFeed, createAudience(deps)),
-    uploads: createUploads(deps)
+    uploads: createUploads(deps),
+    shelves: createShelves(deps),
+    passports: createPassports(deps)
   }
 }
 

@@ -104,6 +104,8 @@ export const OPERATIONS = {
   'passport.addExperience': requiredIn('write'),
   'passport.updateExperience': requiredIn('write'),
   'passport.deleteExperience': requiredIn('write'),
+  /** REST only (DECISIONS §10): `POST /api/cv/parse`, a CV's preview; parsing is CPU-heavy. */
+  'passport.parseCV': requiredIn('expensive'),
 
   'rtc.generateToken': requiredIn('exempt'),
   'rtc.getConfig': requiredIn('read'),

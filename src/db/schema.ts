@@ -166,6 +166,62 @@ export interface RtcUidClaimsTable {
   expires_at: Timestamp
 }
 
+/** A user's list of links (DECISIONS §10). `version` counts changes to the shelf's own fields. */
+export interface ShelvesTable {
+  id: string
+  owner_id: string
+  name: string
+  description: string
+  is_public: boolean
+  version: ColumnType<number, number | undefined, number>
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+/** A link on a shelf; `position` is its fractional ordering key (compared bytewise, "C" collation). */
+export interface ShelfLinksTable {
+  id: string
+  shelf_id: string
+  url: string
+  title: string
+  position: string
+  version: ColumnType<number, number | undefined, number>
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+/** A user's professional profile (DECISIONS §10); a user without a row has an empty, private one. */
+export interface PassportsTable {
+  user_id: string
+  headline: string
+  summary: string
+  location: string
+  is_public: boolean
+  updated_at: Timestamp
+}
+
+export interface PassportSkillsTable {
+  id: string
+  user_id: string
+  name: string
+  /** `name` folded for the case-insensitive uniqueness (src/core/passport/passport.types.ts). */
+  name_key: string
+  level: number | null
+  created_at: CreatedAt
+}
+
+export interface PassportExperienceTable {
+  id: string
+  user_id: string
+  title: string
+  company: string
+  /** YYYY-MM */
+  start_date: string
+  end_date: string | null
+  description: string
+  created_at: CreatedAt
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -182,6 +238,11 @@ export interface Database {
   office_invites: OfficeInvitesTable
   uploads: UploadsTable
   rtc_uid_claims: RtcUidClaimsTable
+  shelves: ShelvesTable
+  shelf_links: ShelfLinksTable
+  passports: PassportsTable
+  passport_skills: PassportSkillsTable
+  passport_experience: PassportExperienceTable
 }
 
 export type { Generated }

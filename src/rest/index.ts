@@ -8,6 +8,8 @@ import { canvasRoutes } from './canvas.routes.js'
 import { cursorRoutes } from './cursor.routes.js'
 import { inviteRoutes } from './invites.routes.js'
 import { officeRoutes } from './offices.routes.js'
+import { cvRoutes, passportRoutes } from './passport.routes.js'
+import { shelfRoutes } from './shelves.routes.js'
 import { roomRoutes } from './rooms.routes.js'
 import { sparkRoutes } from './sparks.routes.js'
 import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
@@ -48,6 +50,9 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(inviteRoutes(core), { prefix: '/invites' })
   await app.register(userRoutes(core), { prefix: '/users' })
   await app.register(rtcRoutes(core), { prefix: '/rtc' })
+  await app.register(shelfRoutes(core), { prefix: '/shelves' })
+  await app.register(passportRoutes(core), { prefix: '/passport' })
+  await app.register(cvRoutes(core), { prefix: '/cv' })
   await app.register(syncRoutes(live), { prefix: '/sync' })
   // /uploads and /attachments, in a scope of their own that reads multipart bodies only.
   await app.register(uploadRoutes(core))

@@ -132,3 +132,44 @@ export async function receiveUpload (core: Core, request: FastifyRequest, reply:
   }
   return await received.commit()
 }
+
+/**
+ * Reads a form of one `file` part into memory, at most `limit` bytes (one more is 413 naming
+ * `file`, as is a Content-Length that says so up front): for files the core reads whole rather than
+ * stores (a CV). Any refusal drops the rest of the body as receiveUpload does.
+ */
+export async function readFormFile (request: FastifyRequest, reply: FastifyReply, limit: number): Promise<{ filename: string, bytes: Buffer }> {
+  if (!request.isMultipart()) throw notMultipart(request)
+  const tooLarge = (size: string): PayloadTooLargeError => new PayloadTooLargeError('file', `must be at most ${limit / 1024 / 1024} MiB (${size})`)
+  const declared = Number(request.headers['content-length'])
+  if (declared > limit + FORM_OVERHEAD_BYTES) {
+    dropRestOfBody(request, reply)
+    throw tooLarge(`the request is ${declared} bytes`)
+  }
+  let file: { filename: string, bytes: Buffer } | undefined
+  try {
+    for await (const part of formParts(request, limit + 1)) {
+      if (part.type === 'field') throw validationError(part.fieldname, 'is not allowed: the form takes "file" only')
+      if (part.fieldname !== 'file') throw validationError(part.fieldname, 'is not allowed: the file goes in the field "file"')
+      if (file !== undefined) throw validationError('file', 'must be one file: the form has more than one')
+      const chunks: Buffer[] = []
+      let size = 0
+      try {
+        for await (const chunk of part.file as AsyncIterable<Buffer>) {
+          size += chunk.length
+          if (size > limit) throw tooLarge('the file is larger')
+          chunks.push(chunk)
+        }
+      } catch (error) {
+        if (error instanceof AppError) throw error
+        throw validationError('file', `was cut off: ${(error as Error).message}`)
+      }
+      file = { filename: part.filename, bytes: Buffer.concat(chunks, size) }
+    }
+  } catch (error) {
+    dropRestOfBody(request, reply)
+    throw error
+  }
+  if (file === undefined) throw validationError('file', 'is required')
+  return file
+}

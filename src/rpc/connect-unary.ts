@@ -37,11 +37,17 @@ import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
 /** A service and its implementation, for the Connect router and for the routes here. */
 export interface ServiceRoute {
   spec: ServiceImplSpec
+  /** The largest request body its methods read, where it is not the gateway's (PassportService). */
+  readMaxBytes?: number
   register (router: ConnectRouter): void
 }
 
-export function serviceRoute<S extends DescService> (service: S, impl: Partial<ServiceImpl<S>>): ServiceRoute {
-  return { spec: createServiceImplSpec(service, impl), register: (router) => { router.service(service, impl) } }
+export function serviceRoute<S extends DescService> (service: S, impl: Partial<ServiceImpl<S>>, readMaxBytes?: number): ServiceRoute {
+  return {
+    spec: createServiceImplSpec(service, impl),
+    ...(readMaxBytes === undefined ? {} : { readMaxBytes }),
+    register: (router) => { router.service(service, impl, readMaxBytes === undefined ? undefined : { readMaxBytes }) }
+  }
 }
 
 export interface ConnectUnaryOptions {
@@ -99,17 +105,18 @@ export async function connectUnaryRoutes (app: FastifyInstance, options: Connect
     scope.removeAllContentTypeParsers()
     scope.addContentTypeParser([contentTypeUnaryJson, contentTypeUnaryProto], { parseAs: 'buffer', bodyLimit: opt.readMaxBytes }, (_request, body, done) => { done(null, body) })
 
-    for (const { spec: { service, methods } } of options.services) {
+    for (const { spec: { service, methods }, readMaxBytes = opt.readMaxBytes } of options.services) {
       for (const method of service.methods) {
         const spec = methods[method.localName]
         if (spec?.kind !== 'unary') continue
-        const answer = unaryCall(spec, method, opt, signals, options.contextValues)
+        const answer = unaryCall(spec, method, { ...opt, readMaxBytes }, signals, options.contextValues)
         scope.post(`/${service.typeName}/${method.name}`, {
           constraints: { [CONSTRAINT]: PLAIN },
           config: { connectUnary: true },
+          bodyLimit: readMaxBytes,
           // Fastify refuses a body over the limit before the handler: answered as Connect does.
           errorHandler: async (error: FastifyError, request, reply) => {
-            if (error.statusCode === 413) return await answer.error(request, reply, readLimitError(declaredLength(request), opt.readMaxBytes))
+            if (error.statusCode === 413) return await answer.error(request, reply, readLimitError(declaredLength(request), readMaxBytes))
             throw error
           }
         }, answer.call)

@@ -10,7 +10,7 @@ import type { JsonValue, JsonWriteOptions } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { codeToHttpStatus, errorToJson, errorToJsonBytes } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance } from 'fastify'
-import { AppError, type ErrorKind } from '../core/errors.js'
+import { AppError, PayloadTooLargeError, type ErrorKind } from '../core/errors.js'
 import { BadRequestSchema } from '../gen/google/rpc/error_details_pb.js'
 
 /** What the gateway refuses by itself, before or beside any operation. */
@@ -66,7 +66,9 @@ export function toConnectError (error: unknown, logError: (error: unknown) => vo
       : [{ desc: BadRequestSchema, value: create(BadRequestSchema, { fieldViolations: error.violations.map((v) => ({ field: v.field, description: v.description })) }) }]
     const metadata = new Headers()
     if (error.retryAfter !== undefined) metadata.set('retry-after', String(error.retryAfter))
-    return new ConnectError(error.message, CODE[error.kind], metadata, details)
+    // A file over its size limit reads as a body over the read limit does (REST: 413 for both).
+    const code = error instanceof PayloadTooLargeError ? CODE.body_too_large : CODE[error.kind]
+    return new ConnectError(error.message, code, metadata, details)
   }
   logError(error)
   return rpcRefusal('internal', 'Internal error')

@@ -19,6 +19,8 @@ import { UsersService } from '../gen/app/users/v1/users_pb.js'
 import { authService } from './auth.service.js'
 import { canvasService } from './canvas.service.js'
 import { officesService } from './offices.service.js'
+import { passportService } from './passport.service.js'
+import { shelvesService } from './shelves.service.js'
 import { roomsService } from './rooms.service.js'
 import { sparksService } from './sparks.service.js'
 import { usersService } from './users.service.js'
@@ -39,6 +41,11 @@ export const RPC_PREFIX = '/rpc'
 
 /** The largest request body the gateway reads (as Fastify's body limit on the REST API). */
 export const RPC_READ_MAX_BYTES = 1024 * 1024
+
+/** PassportService's: ImportCV carries a CV of up to 5 MiB, which JSON writes in base64 (4/3 as
+ *  long, 6.67 MiB). The other methods of the service bound every field by its schema, as everywhere.
+ *  The file's own limit (5 MiB) is the core's, on both transports. */
+export const PASSPORT_READ_MAX_BYTES = 7 * 1024 * 1024
 
 /** How long calls in flight may run on once the server begins to close. */
 const SHUTDOWN_GRACE_MS = 5_000
@@ -74,11 +81,10 @@ export async function rpcGateway (app: FastifyInstance, { core, config, limiter 
     serviceRoute(SparksService, sparksService(core)),
     serviceRoute(CanvasService, canvasService(core)),
     serviceRoute(OfficesService, officesService(core)),
-    // Declared now so clients generate from one tree; methods not implemented yet answer UNIMPLEMENTED.
-    serviceRoute(PassportService, {}),
+    serviceRoute(PassportService, passportService(core), PASSPORT_READ_MAX_BYTES),
     serviceRoute(RtcService, rtcService(core)),
     serviceRoute(UsersService, usersService(core)),
-    serviceRoute(ShelvesService, {})
+    serviceRoute(ShelvesService, shelvesService(core))
   ]
 
   await serveRpcServices(app, services, {
@@ -104,8 +110,9 @@ export interface ServeOptions {
 export async function serveRpcServices (app: FastifyInstance, services: readonly ServiceRoute[], options: ServeOptions): Promise<void> {
   const routes = (router: ConnectRouter): void => {
     for (const service of services) service.register(router)
-    // Every method the router serves has its request bodies checked.
-    checkRequestBodies(router.handlers, RPC_READ_MAX_BYTES)
+    // Every method the router serves has its request bodies checked, each against its service's limit.
+    const limits = new Map(services.map((s) => [s.spec.service.typeName, s.readMaxBytes ?? RPC_READ_MAX_BYTES]))
+    checkRequestBodies(router.handlers, (service) => limits.get(service) ?? RPC_READ_MAX_BYTES)
   }
 
   // Calls in flight when the server closes get a grace period to finish, then are aborted. This is

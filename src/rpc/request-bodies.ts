@@ -56,9 +56,10 @@ interface Message {
 }
 
 /** Wraps each handler in place (the router's own list, read by connect-fastify once its routes are
- *  registered) so that its request bodies are checked before Connect reads them. */
-export function checkRequestBodies (handlers: UniversalHandler[], readMaxBytes: number): void {
-  for (const [index, handler] of handlers.entries()) handlers[index] = checking(handler, readMaxBytes)
+ *  registered) so that its request bodies are checked before Connect reads them; `readMaxBytes`
+ *  names each service's size limit. */
+export function checkRequestBodies (handlers: UniversalHandler[], readMaxBytes: (service: string) => number): void {
+  for (const [index, handler] of handlers.entries()) handlers[index] = checking(handler, readMaxBytes(handler.service.typeName))
 }
 
 function checking (handler: UniversalHandler, readMaxBytes: number): UniversalHandler {

@@ -1,0 +1,75 @@
+// /api/passport and /api/cv/parse (DECISIONS §10): the caller's professional profile, another user's
+// public one, skills, experience, and CV files (multipart `file`, read whole: at most 5 MiB).
+// Parse → one core call → `{ data }`.
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Core } from '../core/index.js'
+import { CV_MAX_BYTES } from '../core/passport/cv.types.js'
+import {
+  AddExperienceInput, AddSkillInput, ExperienceIdParams, PassportUserParams, SkillIdParams, UpdateExperienceBody, UpdatePassportInput
+} from '../core/passport/passport.types.js'
+import { actorOf } from './identity.js'
+import { acceptMultipart, readFormFile } from './upload-form.js'
+
+export function passportRoutes (core: Core) {
+  return async function (app: FastifyInstance): Promise<void> {
+    const r = app.withTypeProvider<TypeBoxTypeProvider>()
+    const { passports } = core
+
+    r.get('/', { config: { operation: 'passport.getPassport' } }, async (request) => {
+      return { data: await passports.get(actorOf(request), {}) }
+    })
+
+    r.patch('/', { schema: { body: UpdatePassportInput }, config: { operation: 'passport.updatePassport' } }, async (request) => {
+      return { data: await passports.update(actorOf(request), request.body) }
+    })
+
+    r.post('/skills', { schema: { body: AddSkillInput }, config: { operation: 'passport.addSkill' } }, async (request, reply) => {
+      return await reply.code(201).send({ data: await passports.addSkill(actorOf(request), request.body) })
+    })
+
+    r.delete('/skills/:skillId', { schema: { params: SkillIdParams }, config: { operation: 'passport.removeSkill' } }, async (request, reply) => {
+      await passports.removeSkill(actorOf(request), request.params)
+      return await reply.code(204).send()
+    })
+
+    r.post('/experience', { schema: { body: AddExperienceInput }, config: { operation: 'passport.addExperience' } }, async (request, reply) => {
+      return await reply.code(201).send({ data: await passports.addExperience(actorOf(request), request.body) })
+    })
+
+    r.patch('/experience/:experienceId', { schema: { params: ExperienceIdParams, body: UpdateExperienceBody }, config: { operation: 'passport.updateExperience' } }, async (request) => {
+      return { data: await passports.updateExperience(actorOf(request), { ...request.body, experienceId: request.params.experienceId }) }
+    })
+
+    r.delete('/experience/:experienceId', { schema: { params: ExperienceIdParams }, config: { operation: 'passport.deleteExperience' } }, async (request, reply) => {
+      await passports.deleteExperience(actorOf(request), request.params)
+      return await reply.code(204).send()
+    })
+
+    r.get('/:userId', { schema: { params: PassportUserParams }, config: { operation: 'passport.getPassport' } }, async (request) => {
+      return { data: await passports.get(actorOf(request), request.params) }
+    })
+
+    // Its own scope: only this route reads multipart bodies.
+    await app.register(async (form) => {
+      await acceptMultipart(form)
+      form.post('/import', { config: { operation: 'passport.importCV' } }, async (request, reply) => {
+        const actor = actorOf(request)
+        const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
+        return { data: await passports.importCv(actor, { bytes, field: 'file' }) }
+      })
+    })
+  }
+}
+
+/** `POST /api/cv/parse`: a CV's preview; changes nothing. */
+export function cvRoutes (core: Core) {
+  return async function (app: FastifyInstance): Promise<void> {
+    await acceptMultipart(app)
+    app.post('/parse', { config: { operation: 'passport.parseCV' } }, async (request, reply) => {
+      const actor = actorOf(request)
+      const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
+      return { data: await core.passports.parseCv(actor, { bytes, field: 'file' }) }
+    })
+  }
+}
