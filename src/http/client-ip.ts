@@ -12,6 +12,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The client's address by the rule above (an IPv6 client as its /64). */
     readonly clientIp: string
+    /** clientIp as read when the request arrived (null before). */
+    clientIpRead: string | null
   }
 }
 
@@ -97,7 +99,14 @@ export function clientIpOf (request: FastifyRequest, trusted: ProxyTrust, cdnHea
 
 export function installClientIp (app: FastifyInstance, config: Pick<Config, 'trustProxy' | 'cdnIpHeader'>): void {
   const trusted = proxyTrust(config.trustProxy)
+  // Read once, as the request arrives, and kept: a socket forgets its peer's address once the client
+  // has gone, and readers such as the event stream's cap come after awaits (authentication).
+  app.decorateRequest('clientIpRead', null)
   app.decorateRequest('clientIp', {
-    getter (this: FastifyRequest) { return clientIpOf(this, trusted, config.cdnIpHeader) }
+    getter (this: FastifyRequest) { return (this.clientIpRead ??= clientIpOf(this, trusted, config.cdnIpHeader)) }
+  })
+  app.addHook('onRequest', (request, _reply, done) => {
+    request.clientIpRead ??= clientIpOf(request, trusted, config.cdnIpHeader)
+    done()
   })
 }

@@ -43,7 +43,7 @@ export interface CachedSession {
   userId: string
   expiresAt: Date
   user: User
-  /** When the read this entry comes from was sent (ms since the epoch). */
+  /** When the read this entry comes from was sent (on the cache's monotonic `now`). */
   cachedAt: number
 }
 
@@ -51,7 +51,8 @@ export interface CachedSession {
 export type SessionLoader = (sessionIds: readonly string[]) => Promise<Map<string, SessionRecord>>
 
 export interface SessionCache {
-  /** The session when cached within the TTL (renewed in the background once due); undefined otherwise. */
+  /** The session when cached within the TTL (renewed in the background once due) and not expired
+   *  at `nowMs` (wall clock, as the session's expiry); undefined otherwise. */
   get (sessionId: string, nowMs: number): CachedSession | undefined
   /** Reads the session from the database (batched, shared by concurrent callers) and caches it when valid. */
   load (sessionId: string): Promise<SessionRecord | undefined>
@@ -80,6 +81,7 @@ interface Waiting {
 
 export interface SessionCacheOptions {
   load: SessionLoader
+  /** A monotonic clock (ms) for the entries' ages: a wall clock set back would keep them for as long. */
   now: () => number
   /** A background renewal that failed (the entry then expires with its TTL). */
   onRefreshError?: (error: unknown) => void
@@ -102,7 +104,8 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
   const underWay = new Set<Batch>()
 
   function cache (sessionId: string, record: SessionRecord, readAt: number): void {
-    if (record.revokedAt !== null || record.expiresAt.getTime() <= readAt) {
+    // An expired session is refused on its first `get` (expiry is on the wall clock, ages are not).
+    if (record.revokedAt !== null) {
       entries.delete(sessionId)
       return
     }
@@ -180,11 +183,12 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
     get (sessionId, nowMs) {
       const entry = entries.get(sessionId)
       if (entry === undefined) return undefined
-      if (nowMs - entry.cachedAt >= SESSION_CACHE_TTL_MS || entry.expiresAt.getTime() <= nowMs) {
+      const age = options.now() - entry.cachedAt
+      if (age >= SESSION_CACHE_TTL_MS || entry.expiresAt.getTime() <= nowMs) {
         entries.delete(sessionId)
         return undefined
       }
-      if (nowMs - entry.cachedAt >= SESSION_REFRESH_AFTER_MS && !waiting.has(sessionId)) {
+      if (age >= SESSION_REFRESH_AFTER_MS && !waiting.has(sessionId)) {
         // Renewed in the background; nobody awaits it, so a failed read only leaves the entry to expire.
         request(sessionId, false).promise.catch((error: unknown) => { options.onRefreshError?.(error) })
       }
