@@ -11,6 +11,7 @@ import { startLive } from './live/live.js'
 import type { EventLogBus } from './live/event-log-bus.js'
 import type { StreamHub } from './live/stream-hub.js'
 import type { HealthProbe } from './core/health.js'
+import { eventsHealth } from './live/delivery-stall.js'
 import { openDatabase, type DatabaseHandle } from './db/database.js'
 import { systemClock, type Clock } from './infra/clock.js'
 import { createMailer } from './infra/mail.js'
@@ -50,6 +51,8 @@ export interface BuildOptions {
   /** Benchmark only, never from the environment: false builds the app without the rate limiter;
    *  `maxOverride` raises tier limits so a load run is not answered by 429s. */
   rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
+  /** Where log lines go instead of stdout (tests read what the service logs). */
+  logStream?: { write (line: string): void }
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -57,7 +60,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     logger: {
       level: config.logLevel,
       // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts).
-      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: request.url, host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) }
+      serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: request.url, host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) },
+      ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
@@ -146,6 +150,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }
   const servesRest = config.expose !== 'public'
   if (servesRest) probes.storage = { essential: true, check: async () => { await storage.probe(); return 'healthy' } }
+  // Live events held back behind an open transaction somewhere on the cluster: the API works, late events.
+  if (servesRest) probes.events = { essential: false, check: async () => eventsHealth(live.bus.lagMs()) }
 
   await app.register(cookie)
   // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.

@@ -28,11 +28,12 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined
   dataDir: string
   databasePoolSize?: number
+  databaseIdleInTransactionTimeoutMs?: number
 }
 
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
-    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10 })
+    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10, idleInTransactionTimeoutMs: options.databaseIdleInTransactionTimeoutMs })
     const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
     await migrateToLatest(db)
     return {
