@@ -1,5 +1,7 @@
 // What the service logs, read by a test: pass `logs.stream` as BuildOptions.logStream (with a
 // LOG_LEVEL that lets the lines through) and wait for a line by its message or fields.
+import { waitForItem } from './waiting.js'
+
 export interface LogLine { level: number, msg: string, [field: string]: unknown }
 
 export interface LogRecorder {
@@ -30,20 +32,7 @@ export function recordLogs (): LogRecorder {
     },
     matching: (match, from = 0) => lines.slice(from).filter(match),
     async waitFor (match, timeoutMs = 5_000, from = 0) {
-      const find = (): LogLine | undefined => lines.slice(from).find(match)
-      const found = find()
-      if (found !== undefined) return found
-      return await new Promise<LogLine>((resolve, reject) => {
-        const timer = setTimeout(() => { waiters.delete(check); reject(new Error(`timed out waiting for a log line; got ${JSON.stringify(lines.slice(from).map((l) => l.msg))}`)) }, timeoutMs)
-        function check (): void {
-          const hit = find()
-          if (hit === undefined) return
-          clearTimeout(timer)
-          waiters.delete(check)
-          resolve(hit)
-        }
-        waiters.add(check)
-      })
+      return await waitForItem(lines, waiters, match, from, timeoutMs, () => `a log line; got ${JSON.stringify(lines.slice(from).map((l) => l.msg))}`)
     }
   }
 }
