@@ -7,6 +7,7 @@ import * as eventLogPositions from './2026-11-25T12-00-00_event_log_positions.js
 import * as offices from './2026-11-25T15-00-00_offices.js'
 import * as usersSearch from './2026-11-25T16-30-00_users_search.js'
 import * as uploads from './2026-11-25T17-00-00_uploads.js'
+import * as sparksFillfactor from './2026-11-27T12-00-00_sparks_fillfactor.js'
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00_users_and_sessions': usersAndSessions,
@@ -15,5 +16,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25T12-00-00_event_log_positions': eventLogPositions,
   '2026-11-25T15-00-00_offices': offices,
   '2026-11-25T16-30-00_users_search': usersSearch,
-  '2026-11-25T17-00-00_uploads': uploads
+  '2026-11-25T17-00-00_uploads': uploads,
+  '2026-11-27T12-00-00_sparks_fillfactor': sparksFillfactor
 }

@@ -74,6 +74,8 @@ t.test('UpdatePosition: snap (33,47 → 40,40), no snap (40,60), collision flag;
   t.same(stacked.json().data, { tileId: b, x: 20, y: 120, version: 5, snapped: true, collisionDetected: false })
   t.same(await tiles(owner, roomId), [{ tileId: a, x: 0, y: 0, version: 1 }, { tileId: b, x: 20, y: 120, version: 5 }].sort((p, q) => p.tileId < q.tileId ? -1 : 1))
 
+  // Every move of b so far has been delivered (the last one made version 5) before the mark.
+  await bus.waitFor((e) => e.type === 'position:updated' && e.payload.tileId === b && e.payload.version === 5)
   const mark = bus.mark()
   for (const body of [{ tileId: b, x: 0 }, { tileId: b, x: '1', y: 0 }, { tileId: b, x: 0, y: 2_000_000 }, { x: 0, y: 0 }]) {
     t.equal((await owner.rest('PATCH', '/api/canvas/position', body)).statusCode, 400, JSON.stringify(body))

@@ -93,23 +93,15 @@ export async function setTilePositionLogged (db: Db, id: string, x: number, y: n
   return result.rows[0]
 }
 
-/** Statement size stays far below Postgres's 65535 parameters. */
-const ROWS_PER_STATEMENT = 5000
-
-/** Sets many positions, one UPDATE … FROM (VALUES …) per chunk; callers run it in their transaction
- *  (with the rows locked). Answers each moved tile's new version, by id. */
+/** Sets many positions in one UPDATE (the positions as arrays: four parameters, however many tiles);
+ *  callers run it in their transaction, with the rows locked. Answers each moved tile's new version, by id. */
 export async function setTilePositions (db: Db, positions: readonly TilePosition[], now: Date): Promise<Map<string, number>> {
-  const versions = new Map<string, number>()
-  for (let start = 0; start < positions.length; start += ROWS_PER_STATEMENT) {
-    const chunk = positions.slice(start, start + ROWS_PER_STATEMENT)
-    const values = sql.join(chunk.map((p) => sql`(${p.tileId}, ${p.x}::double precision, ${p.y}::double precision)`))
-    const result = await sql<{ id: string, version: number }>`
-      update sparks as s
-      set x = v.x, y = v.y, version = s.version + 1, updated_at = ${now}
-      from (values ${values}) as v(id, x, y)
-      where s.id = v.id
-      returning s.id, s.version`.execute(db)
-    for (const row of result.rows) versions.set(row.id, row.version)
-  }
-  return versions
+  if (positions.length === 0) return new Map()
+  const result = await sql<{ id: string, version: number }>`
+    update sparks as s
+    set x = v.x, y = v.y, version = s.version + 1, updated_at = ${now}
+    from unnest(${positions.map((p) => p.tileId)}::text[], ${positions.map((p) => p.x)}::double precision[], ${positions.map((p) => p.y)}::double precision[]) as v(id, x, y)
+    where s.id = v.id
+    returning s.id, s.version`.execute(db)
+  return new Map(result.rows.map((row) => [row.id, row.version]))
 }

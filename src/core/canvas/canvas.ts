@@ -109,6 +109,9 @@ export function createCanvas (deps: CoreDeps) {
     async computeLayout (actor: Actor, input: unknown): Promise<LayoutResult> {
       const { roomId, algorithm } = parseInput(ComputeLayoutInput, input)
       await loadVisibleRoom(db, actor, roomId)
+      // Asking for a layout is writing in the room (DECISIONS §5); done first, so the write's
+      // transaction, which holds every instance's delivery back while it lasts, is a statement shorter.
+      await joinRoom(db, roomId, actor.userId, clock.now())
       let laidOut: { tiles: repo.TileVersion[], positions: TilePosition[] } | undefined
       for (let attempt = 1; attempt <= LAYOUT_ATTEMPTS; attempt++) {
         const tiles = await repo.tileVersionsInRoom(db, roomId)
@@ -123,7 +126,6 @@ export function createCanvas (deps: CoreDeps) {
           await loadVisibleRoom(trx, actor, roomId, 'share')
           if (!sameVersions(await repo.lockRoomTileVersions(trx, roomId), tiles)) return undefined
           const versions = await repo.setTilePositions(trx, positions, now)
-          await joinRoom(trx, roomId, actor.userId, now)
           const result = { roomId, positions: positions.map((p) => ({ ...p, version: versions.get(p.tileId) as number })) }
           publish('layout:computed', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
           return result
