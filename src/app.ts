@@ -11,6 +11,7 @@ import { startLive } from './live/live.js'
 import type { EventLogBus } from './live/event-log-bus.js'
 import type { StreamHub } from './live/stream-hub.js'
 import type { HealthProbe } from './core/health.js'
+import { eventsHealth } from './live/delivery-stall.js'
 import { openDatabase, type DatabaseHandle } from './db/database.js'
 import { systemClock, type Clock } from './infra/clock.js'
 import { createMailer } from './infra/mail.js'
@@ -154,6 +155,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }
   const servesRest = config.expose !== 'public'
   if (servesRest) probes.storage = { essential: true, check: async () => { await storage.probe(); return 'healthy' } }
+  // Live events held back behind an open transaction somewhere on the cluster: the API works, late events.
+  if (servesRest) probes.events = { essential: false, check: async () => eventsHealth(live.bus.lagMs()) }
 
   await app.register(cookie)
   // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.

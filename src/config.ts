@@ -21,6 +21,9 @@ export interface Config {
   readonly redisUrl: string | undefined
   /** Connections of the Postgres pool that serves requests (the live delivery has its own few). */
   readonly databasePoolSize: number
+  /** Postgres ends a session of ours whose transaction sits idle this long (0: never): an open
+   *  transaction holds every instance's live events back (src/live/delivery-stall.ts). */
+  readonly databaseIdleInTransactionTimeoutMs: number
   readonly appUrl: string
   readonly corsOrigin: string
   readonly jwtSecret: string
@@ -269,6 +272,7 @@ export function loadConfig (env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1_000),
+    databaseIdleInTransactionTimeoutMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 5_000, 0, 86_400_000),
     appUrl,
     corsOrigin: url(env, 'CORS_ORIGIN', ['http:', 'https:']) ?? new URL(appUrl).origin,
     jwtSecret: jwtSecret(env, nodeEnv, dataDir),

@@ -5,6 +5,7 @@
 import t from 'tap'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { CanvasService } from '../src/gen/app/canvas/v1/canvas_pb.js'
+import type { TilePosition, TileState } from '../src/core/canvas/canvas.types.js'
 import { forceDirectedLayout, gridLayout } from '../src/core/canvas/layout.js'
 import { MAX_TILES_PER_ROOM } from '../src/core/canvas/tile-limit.js'
 import { startApp } from './helpers/app.js'
@@ -36,10 +37,12 @@ t.test('a pooled layout of 1,000 tiles is exactly the direct computation, on RES
   const expected = forceDirectedLayout(ids)
   const viaRest = await owner.rest('POST', '/api/canvas/layout/compute', { roomId, algorithm: 'force-directed' })
   t.equal(viaRest.statusCode, 200)
-  t.same(viaRest.json().data, { roomId, positions: expected })
-  t.same(plain((await owner.rpc(CanvasService, { binary: true }).computeLayout({ roomId, algorithm: 'force-directed' })).positions), expected)
-  t.same((await owner.rest('GET', `/api/canvas/state?roomId=${roomId}`)).json().data.tiles, expected, 'persisted')
-  t.same(plain((await owner.rpc(CanvasService).computeLayout({ roomId, algorithm: 'grid' })).positions), gridLayout(ids), 'grid too')
+  // Each tile also carries its spark's version after the write: 2 after the first layout, then 3, 4.
+  const versioned = (positions: readonly TilePosition[], version: number): TileState[] => positions.map((p) => ({ ...p, version }))
+  t.same(viaRest.json().data, { roomId, positions: versioned(expected, 2) })
+  t.same(plain((await owner.rpc(CanvasService, { binary: true }).computeLayout({ roomId, algorithm: 'force-directed' })).positions), versioned(expected, 3))
+  t.same((await owner.rest('GET', `/api/canvas/state?roomId=${roomId}`)).json().data.tiles, versioned(expected, 3), 'persisted')
+  t.same(plain((await owner.rpc(CanvasService).computeLayout({ roomId, algorithm: 'grid' })).positions), versioned(gridLayout(ids), 4), 'grid too')
 })
 
 t.test('while 3 layouts of 1,000 tiles run, the event loop stays responsive and /health answers before they finish', async (t) => {

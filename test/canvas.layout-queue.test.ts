@@ -48,7 +48,8 @@ t.test('layouts past the queue are refused with 503 / unavailable and Retry-Afte
   }
   for (const outcome of await Promise.all(accepted)) {
     t.equal(outcome.status, 200, `${outcome.transport} accepted`)
-    t.same(outcome.positions, expected, 'the same layout as computed directly')
+    const places = (outcome.positions as Array<{ tileId: string, x: number, y: number }>).map(({ tileId, x, y }) => ({ tileId, x, y }))
+    t.same(places, expected, 'the same layout as computed directly (each tile also with its version)')
   }
   const again = await viaRest()
   t.equal(again.status, 200, 'a drained queue accepts again')

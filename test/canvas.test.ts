@@ -39,6 +39,11 @@ async function versions (p: Person, ids: readonly string[]): Promise<number[]> {
   return await Promise.all(ids.map(async (id) => (await p.rest('GET', `/api/sparks/${id}`)).json().data.version as number))
 }
 
+/** Positions without their versions (a layout's places depend on the tile ids alone; versions grow). */
+function places (list: readonly TilePosition[]): TilePosition[] {
+  return list.map(({ tileId, x, y }) => ({ tileId, x, y }))
+}
+
 function overlapping (list: readonly TilePosition[]): string[] {
   const pairs: string[] = []
   for (let i = 0; i < list.length; i++) {
@@ -55,20 +60,22 @@ t.test('UpdatePosition: snap (33,47 → 40,40), no snap (40,60), collision flag;
 
   const snapped = await owner.rest('PATCH', '/api/canvas/position', { tileId: b, x: 33, y: 47 })
   t.equal(snapped.statusCode, 200)
-  t.same(snapped.json(), { data: { tileId: b, x: 40, y: 40, snapped: true, collisionDetected: true } }, 'b now overlaps a')
+  t.same(snapped.json(), { data: { tileId: b, x: 40, y: 40, version: 2, snapped: true, collisionDetected: true } }, 'b now overlaps a; the spark\'s version after the move')
   const event = await bus.waitFor((e) => e.type === 'position:updated' && e.payload.tileId === b)
   t.same(event.payload, snapped.json().data)
   t.same(event.audience, { kind: 'room', roomId })
   t.equal(event.userId, owner.userId)
 
   const exact = await owner.rpc(CanvasService).updatePosition({ tileId: b, x: 40, y: 60 })
-  t.same(plain(exact.position), { tileId: b, x: 40, y: 60, snapped: false, collisionDetected: true })
+  t.same(plain(exact.position), { tileId: b, x: 40, y: 60, version: 3, snapped: false, collisionDetected: true })
   const apart = await owner.rpc(CanvasService, { binary: true }).updatePosition({ tileId: b, x: 200, y: 0 })
-  t.same(plain(apart.position), { tileId: b, x: 200, y: 0, snapped: false, collisionDetected: false }, 'touching edges do not collide')
+  t.same(plain(apart.position), { tileId: b, x: 200, y: 0, version: 4, snapped: false, collisionDetected: false }, 'touching edges do not collide')
   const stacked = await owner.rest('PATCH', '/api/canvas/position', { tileId: b, x: 10, y: 115 })
-  t.same(stacked.json().data, { tileId: b, x: 20, y: 120, snapped: true, collisionDetected: false })
-  t.same(await tiles(owner, roomId), [{ tileId: a, x: 0, y: 0 }, { tileId: b, x: 20, y: 120 }].sort((p, q) => p.tileId < q.tileId ? -1 : 1))
+  t.same(stacked.json().data, { tileId: b, x: 20, y: 120, version: 5, snapped: true, collisionDetected: false })
+  t.same(await tiles(owner, roomId), [{ tileId: a, x: 0, y: 0, version: 1 }, { tileId: b, x: 20, y: 120, version: 5 }].sort((p, q) => p.tileId < q.tileId ? -1 : 1))
 
+  // Every move of b so far has been delivered (the last one made version 5) before the mark.
+  await bus.waitFor((e) => e.type === 'position:updated' && e.payload.tileId === b && e.payload.version === 5)
   const mark = bus.mark()
   for (const body of [{ tileId: b, x: 0 }, { tileId: b, x: '1', y: 0 }, { tileId: b, x: 0, y: 2_000_000 }, { x: 0, y: 0 }]) {
     t.equal((await owner.rest('PATCH', '/api/canvas/position', body)).statusCode, 400, JSON.stringify(body))
@@ -95,22 +102,22 @@ t.test('BatchUpdatePositions: one result per update in order, positions:batch-up
   t.same(batch.json(), {
     data: {
       positions: [
-        { tileId: c, x: 40, y: 40, snapped: true, collisionDetected: true },
-        { tileId: a, x: 1000, y: 1000, snapped: false, collisionDetected: false },
-        { tileId: b, x: 60, y: 100, snapped: false, collisionDetected: true }
+        { tileId: c, x: 40, y: 40, version: 2, snapped: true, collisionDetected: true },
+        { tileId: a, x: 1000, y: 1000, version: 2, snapped: false, collisionDetected: false },
+        { tileId: b, x: 60, y: 100, version: 2, snapped: false, collisionDetected: true }
       ]
     }
   }, 'collisions are judged on the final positions of the whole batch')
   const event = await bus.waitFor((e) => e.type === 'positions:batch-updated' && e.payload.updates.some((u) => u.tileId === a))
-  t.same(event.payload, { updates: [{ tileId: c, x: 40, y: 40 }, { tileId: a, x: 1000, y: 1000 }, { tileId: b, x: 60, y: 100 }] })
+  t.same(event.payload, { updates: [{ tileId: c, x: 40, y: 40, version: 2 }, { tileId: a, x: 1000, y: 1000, version: 2 }, { tileId: b, x: 60, y: 100, version: 2 }] })
   t.same(event.audience, { kind: 'room', roomId })
   t.equal(event.userId, owner.userId)
 
   const viaRpc = await owner.rpc(CanvasService, { binary: true }).batchUpdatePositions({ updates: [{ tileId: a, x: 0, y: 0 }, { tileId: b, x: 400, y: 0 }, { tileId: c, x: 800, y: 0 }] })
   t.same(plain(viaRpc.positions), [
-    { tileId: a, x: 0, y: 0, snapped: false, collisionDetected: false },
-    { tileId: b, x: 400, y: 0, snapped: false, collisionDetected: false },
-    { tileId: c, x: 800, y: 0, snapped: false, collisionDetected: false }
+    { tileId: a, x: 0, y: 0, version: 3, snapped: false, collisionDetected: false },
+    { tileId: b, x: 400, y: 0, version: 3, snapped: false, collisionDetected: false },
+    { tileId: c, x: 800, y: 0, version: 3, snapped: false, collisionDetected: false }
   ])
 
   const before = await tiles(owner, roomId)
@@ -135,7 +142,7 @@ t.test('BatchUpdatePositions: one result per update in order, positions:batch-up
   t.equal((await rpcError(owner.rpc(CanvasService).batchUpdatePositions({ updates: [] }))).code, Code.InvalidArgument)
   t.same(await tiles(owner, roomId), before, 'nothing moved')
   t.same(await versions(owner, ids), versionsBefore, 'no version changed')
-  t.same(await tiles(stranger, (await stranger.rest('GET', `/api/sparks/${foreign}`)).json().data.roomId), [{ tileId: foreign, x: 0, y: 0 }], 'the foreign tile did not move')
+  t.same(await tiles(stranger, (await stranger.rest('GET', `/api/sparks/${foreign}`)).json().data.roomId), [{ tileId: foreign, x: 0, y: 0, version: 1 }], 'the foreign tile did not move')
 
   await owner.rest('PATCH', '/api/canvas/positions/batch', { updates: [{ tileId: c, x: 1600, y: 0 }] })
   await bus.waitFor((e) => e.type === 'positions:batch-updated' && e.payload.updates[0]?.tileId === c && e.payload.updates[0]?.x === 1600, mark)
@@ -155,19 +162,21 @@ t.test('layout of 50 tiles: on the grid, no overlaps, same result twice and afte
   t.ok(data.positions.every(isOnGrid), 'every tile on the 20-unit grid')
   t.same(overlapping(data.positions), [], 'no two tiles overlap')
   t.same(await tiles(owner, roomId), data.positions, 'the layout is persisted')
+  t.ok(data.positions.every((p) => (p as TilePosition & { version: number }).version === 2), 'each tile with its version after the layout')
   const event = await bus.waitFor((e) => e.type === 'layout:computed' && e.payload.roomId === roomId)
   t.same(event.payload, data)
   t.same(event.audience, { kind: 'room', roomId })
   t.equal(event.userId, owner.userId)
 
   const again = await owner.rpc(CanvasService, { binary: true }).computeLayout({ roomId, algorithm: 'force-directed' })
-  t.same(plain(again.positions), data.positions, 'the same result twice (and over RPC)')
+  t.same(places(again.positions), places(data.positions), 'the same result twice (and over RPC)')
+  t.ok(again.positions.every((p) => p.version === 3), 'one version later')
 
   const shuffled = ids.map((tileId, i) => ({ tileId, x: ((i * 7919) % 5000) - 2500, y: ((i * 104729) % 3000) - 1500 }))
   const moved = await owner.rest('PATCH', '/api/canvas/positions/batch', { updates: shuffled })
   t.equal(moved.statusCode, 200)
   const afterShuffle = await owner.rest('POST', '/api/canvas/layout/compute', { roomId, algorithm: 'force-directed' })
-  t.same(afterShuffle.json().data.positions, data.positions, 'the result does not depend on current positions')
+  t.same(places(afterShuffle.json().data.positions), places(data.positions), 'the result does not depend on current positions')
 
   const validated = await owner.rpc(CanvasService).validateLayout({ roomId })
   t.same(plain(validated), { roomId, valid: true, issues: [] })
@@ -176,7 +185,7 @@ t.test('layout of 50 tiles: on the grid, no overlaps, same result twice and afte
   t.equal(grid.statusCode, 200)
   t.ok(grid.json().data.positions.every(isOnGrid))
   t.same(overlapping(grid.json().data.positions), [])
-  t.same(grid.json().data.positions[1], { tileId: [...ids].sort()[1], x: 220, y: 0 })
+  t.same(grid.json().data.positions[1], { tileId: [...ids].sort()[1], x: 220, y: 0, version: 6 })
 })
 
 t.test('ComputeLayout: unknown algorithm is a validation error; an empty room lays out to nothing', async (t) => {

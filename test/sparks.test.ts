@@ -184,10 +184,11 @@ t.test('delete: by the spark\'s creator or the room\'s creator; spark:deleted { 
   t.equal((await author.rest('PATCH', `/api/sparks/${mine.id}`, { title: 'edited by author' })).statusCode, 200, 'the author may edit')
   t.equal((await owner.rest('PATCH', `/api/sparks/${mine.id}`, { content: 'edited by room owner' })).statusCode, 200, 'the room owner may edit')
 
+  const lastVersion = (await owner.rest('GET', `/api/sparks/${mine.id}`)).json().data.version as number
   const deleted = await author.rest('DELETE', `/api/sparks/${mine.id}`)
   t.equal(deleted.statusCode, 204)
   const event = await bus.waitFor((e) => e.type === 'spark:deleted' && e.payload.id === mine.id, mark)
-  t.same(event.payload, { id: mine.id, roomId })
+  t.same(event.payload, { id: mine.id, roomId, version: lastVersion }, 'with the version the spark had when deleted')
   t.same(event.audience, { kind: 'room', roomId })
   t.equal(event.userId, author.userId)
   t.same(plain(await owner.rpc(SparksService, { binary: true }).deleteSpark({ sparkId: second })), {}, 'the room owner deletes another user\'s spark')
@@ -205,16 +206,16 @@ t.test('MoveSpark / PATCH /api/sparks/:id/position: snapped, collision-checked, 
 
   const moved = await owner.rest('PATCH', `/api/sparks/${b.id}/position`, { x: 33, y: 47 })
   t.equal(moved.statusCode, 200)
-  t.same(moved.json().data.position, { tileId: b.id, x: 40, y: 40, snapped: true, collisionDetected: true })
+  t.same(moved.json().data.position, { tileId: b.id, x: 40, y: 40, version: 2, snapped: true, collisionDetected: true })
   t.match(moved.json().data.spark, { id: b.id, x: 40, y: 40, version: 2 })
   const event = await bus.waitFor((e) => e.type === 'position:updated' && e.payload.tileId === b.id)
   t.same(event.payload, moved.json().data.position, 'the payload is the PositionResult')
   t.same(event.audience, { kind: 'room', roomId })
   t.equal(event.userId, owner.userId)
 
-  for (const binary of [false, true]) {
+  for (const [i, binary] of [false, true].entries()) {
     const viaRpc = await owner.rpc(SparksService, { binary }).moveSpark({ sparkId: b.id, x: 400, y: 60 })
-    t.same(plain(viaRpc.position), { tileId: b.id, x: 400, y: 60, snapped: false, collisionDetected: false })
+    t.same(plain(viaRpc.position), { tileId: b.id, x: 400, y: 60, version: 3 + i, snapped: false, collisionDetected: false })
     t.match(plain(viaRpc.spark), { id: b.id, x: 400, y: 60 })
   }
   const missing = await rpcError(owner.rpc(SparksService).moveSpark({ sparkId: b.id, x: 10 }))

@@ -47,7 +47,7 @@ t.test('headers arrive at once with CORS for the configured origin, then named h
   t.ok(Date.now() - started < 1_000, 'the response headers did not wait for a first event')
   t.equal(opened.status, 200)
   t.equal(opened.headers.get('content-type'), 'text/event-stream')
-  t.equal(opened.headers.get('cache-control'), 'no-cache')
+  t.equal(opened.headers.get('cache-control'), 'no-cache, no-transform')
   t.equal(opened.headers.get('connection'), 'keep-alive')
   t.equal(opened.headers.get('x-accel-buffering'), 'no')
   t.equal(opened.headers.get('access-control-allow-origin'), s.config.corsOrigin)
@@ -113,7 +113,7 @@ t.test('room, spark and canvas events reach the actor’s other device and a mem
     t.ok(received.every((m) => m.id === received[0]?.id && m.json.userId === owner.userId), `${type} reached both of the owner’s devices and the member, same id`)
   }
   t.same((await ownerBrowser.waitFor(ofType('room:deleted'))).json.payload, { id: roomId })
-  t.same((await ownerBrowser.waitFor(ofType('spark:deleted'))).json.payload, { id: sparkId, roomId })
+  t.same((await ownerBrowser.waitFor(ofType('spark:deleted'))).json.payload, { id: sparkId, roomId, version: 5 }, 'created, edited, moved, batched, laid out: deleted at version 5')
 
   t.ok(positionsIncrease(ownerBrowser), 'ids increase along the stream')
   t.notOk(ownerBrowser.events().some((m) => 'audience' in m.json), 'the internal audience never leaves the server')
@@ -356,7 +356,7 @@ t.test('account deletion tells the others: room:deleted for its public rooms, sp
   const roomDeleted = await stayingStream.waitFor(ofType('room:deleted'))
   t.same(roomDeleted.json.payload, { id: theirRoom })
   const sparkDeleted = await stayingStream.waitFor(ofType('spark:deleted'))
-  t.same(sparkDeleted.json.payload, { id: sparkId, roomId: ownRoom })
+  t.same(sparkDeleted.json.payload, { id: sparkId, roomId: ownRoom, version: 1 })
   t.equal((await staying.rest('GET', `/api/rooms/${theirRoom}`)).statusCode, 404)
   t.equal((await staying.rest('GET', `/api/sparks/${sparkId}`)).statusCode, 404)
   t.notOk(stayingStream.messages.some((m) => m.json?.payload?.id === privateRoom), 'nothing about the private room')

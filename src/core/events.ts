@@ -2,24 +2,29 @@
 // describes (src/core/transaction.ts): the event is in the log exactly when the change commits, and
 // delivery (src/live) reads the log. Who may receive an event is stated by its audience, and the
 // core decides what an audience means (room membership and visibility), never the stream code.
-import type { LayoutIssue, PositionResult, TilePosition, CursorPosition } from './canvas/canvas.types.js'
+import type { LayoutIssue, PositionResult, TileState, CursorPosition } from './canvas/canvas.types.js'
 import type { Office, OfficeRole } from './offices/offices.types.js'
 import type { Room } from './rooms/rooms.types.js'
 import type { Spark } from './sparks/sparks.types.js'
 import type { LinkPlace } from './shelves/shelves.js'
 import type { Link, Shelf, ShelfSummary } from './shelves/shelves.types.js'
 
-/** Event type → payload, exactly as SPEC's event table. */
+/**
+ * Event type → payload, as SPEC's event table. A payload that describes a row's new state carries that
+ * row's `version` (a spark, and each tile of a batch or layout; on a list payload, each item): events
+ * arrive in the order their transactions began, not committed, so clients keep the highest (README).
+ */
 export interface EventMap {
   'room:created': Room
   'room:updated': Room
   'room:deleted': { id: string }
   'spark:created': Spark
   'spark:updated': Spark
-  'spark:deleted': { id: string, roomId: string }
+  /** `version`: the spark's last; a state of it with a version not above is older than the deletion. */
+  'spark:deleted': { id: string, roomId: string, version: number }
   'position:updated': PositionResult
-  'positions:batch-updated': { updates: TilePosition[] }
-  'layout:computed': { roomId: string, positions: TilePosition[] }
+  'positions:batch-updated': { updates: TileState[] }
+  'layout:computed': { roomId: string, positions: TileState[] }
   'layout:validated': { roomId: string, valid: boolean, issues: LayoutIssue[] }
   'cursor:moved': CursorPosition
   'cursor:left': { userId: string, roomId: string }

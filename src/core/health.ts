@@ -2,13 +2,19 @@
 export type PartStatus = 'healthy' | 'degraded' | 'unhealthy'
 
 export interface HealthPart {
-  status: PartStatus
+  /** `delayed`: the part works late (live events held back behind an open transaction); the report is degraded. */
+  status: PartStatus | 'delayed'
   latency: number
+  /** With `delayed`: how late, in ms. */
+  lag?: number
 }
 
+/** A delayed part's reading. */
+export interface Delayed { status: 'delayed', lag: number }
+
 export interface HealthProbe {
-  /** Resolves when the part works; 'degraded' when it works through a fallback. */
-  check (): Promise<'healthy' | 'degraded'>
+  /** Resolves when the part works; 'degraded' when it works through a fallback; Delayed when it works late. */
+  check (): Promise<'healthy' | 'degraded' | Delayed>
   /** An unhealthy part that the service can live without makes the report degraded, not unhealthy. */
   essential: boolean
 }
@@ -22,11 +28,11 @@ export interface HealthReport {
 
 const PROBE_TIMEOUT_MS = 2_000
 
-async function probe (check: () => Promise<'healthy' | 'degraded'>): Promise<HealthPart> {
+async function probe (check: HealthProbe['check']): Promise<HealthPart> {
   const started = performance.now()
   let timer: NodeJS.Timeout | undefined
   try {
-    const status = await Promise.race([
+    const reading = await Promise.race([
       check(),
       // The verdict waits for the end of the loop turn in which the timer fires: after the event
       // loop was blocked (by anything), the part's reply may already be waiting to be read, and a
@@ -35,7 +41,8 @@ async function probe (check: () => Promise<'healthy' | 'degraded'>): Promise<Hea
         timer = setTimeout(() => { setImmediate(() => { reject(new Error('probe timed out')) }) }, PROBE_TIMEOUT_MS)
       })
     ])
-    return { status, latency: Math.round((performance.now() - started) * 100) / 100 }
+    const latency = Math.round((performance.now() - started) * 100) / 100
+    return typeof reading === 'string' ? { status: reading, latency } : { status: reading.status, latency, lag: reading.lag }
   } catch {
     return { status: 'unhealthy', latency: Math.round((performance.now() - started) * 100) / 100 }
   } finally {

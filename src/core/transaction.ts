@@ -14,6 +14,9 @@ export interface Transaction {
   /** Writes the events published so far now rather than at the end: for an operation whose last
    *  statement must be the one that takes a hot row's lock (tile-move.ts). */
   readonly writeEvents: () => Promise<void>
+  /** Says that the operation wrote an event by a statement of its own (`insertEventWithVersionOf`):
+   *  delivery is woken after the commit, as for a published one. */
+  readonly wroteEvent: () => void
 }
 
 export async function inTransaction<T> (deps: Pick<CoreDeps, 'db' | 'events'>, work: (tx: Transaction) => Promise<T>): Promise<T> {
@@ -29,7 +32,7 @@ export async function inTransaction<T> (deps: Pick<CoreDeps, 'db' | 'events'>, w
       events = []
       await insertEvents(trx, written)
     }
-    const value = await work({ trx, publish, writeEvents })
+    const value = await work({ trx, publish, writeEvents, wroteEvent: () => { published = true } })
     await writeEvents()
     return { value, published }
   })

@@ -28,6 +28,7 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined
   dataDir: string
   databasePoolSize?: number
+  databaseIdleInTransactionTimeoutMs?: number
   /** Called with each statement this handle runs (tests count the database's work through it). */
   onQuery?: (statement: string) => void
 }
@@ -41,7 +42,7 @@ function queryLog (options: DatabaseOptions): Pick<KyselyConfig, 'log'> {
 
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
-    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10 })
+    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10, idleInTransactionTimeoutMs: options.databaseIdleInTransactionTimeoutMs })
     const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }), ...queryLog(options) })
     await migrateToLatest(db)
     return {

@@ -10,10 +10,15 @@ import pg from 'pg'
  */
 export const CONNECT_TIMEOUT_MS = 3_000
 
+/** How the service's sessions name themselves in `pg_stat_activity` (and in the stall warning). */
+export const APPLICATION_NAME = 'canvas-api'
+
 export interface PostgresPoolOptions {
   connectionString: string
   max: number
   applicationName?: string
+  /** Postgres ends the session when its transaction sits idle this long (0 or unset: never). */
+  idleInTransactionTimeoutMs?: number
 }
 
 export function createPostgresPool (options: PostgresPoolOptions): pg.Pool {
@@ -21,7 +26,11 @@ export function createPostgresPool (options: PostgresPoolOptions): pg.Pool {
     connectionString: options.connectionString,
     max: options.max,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    ...(options.applicationName === undefined ? {} : { application_name: options.applicationName })
+    application_name: options.applicationName ?? APPLICATION_NAME,
+    // None of our transactions waits on anything but the database (no network call, worker or timer
+    // inside one): a session idle in a transaction is a bug, and while it lasts it holds every
+    // instance's live events back. Postgres ends it; the request that owned it gets 503.
+    ...(options.idleInTransactionTimeoutMs === undefined || options.idleInTransactionTimeoutMs === 0 ? {} : { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs })
   })
   // An idle client's connection died: the pool has already dropped it and opens a new one on demand.
   pool.on('error', () => {})

@@ -14,6 +14,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The client's address by the rule above (an IPv6 client as its /64). */
     readonly clientIp: string
+    /** clientIp as read when the request arrived (null before). */
+    clientIpRead: string | null
   }
 }
 
@@ -107,7 +109,14 @@ export function clientIpOf (request: FastifyRequest, trusted: ProxyTrust, header
 
 export function installClientIp (app: FastifyInstance, config: Pick<Config, 'trustProxy' | 'clientIpHeaders'>): void {
   const trusted = proxyTrust(config.trustProxy)
+  // Read once, as the request arrives, and kept: a socket forgets its peer's address once the client
+  // has gone, and readers such as the event stream's cap come after awaits (authentication).
+  app.decorateRequest('clientIpRead', null)
   app.decorateRequest('clientIp', {
-    getter (this: FastifyRequest) { return clientIpOf(this, trusted, config.clientIpHeaders) }
+    getter (this: FastifyRequest) { return (this.clientIpRead ??= clientIpOf(this, trusted, config.clientIpHeaders)) }
+  })
+  app.addHook('onRequest', (request, _reply, done) => {
+    request.clientIpRead ??= clientIpOf(request, trusted, config.clientIpHeaders)
+    done()
   })
 }

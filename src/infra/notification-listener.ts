@@ -3,7 +3,9 @@
 // the instance (two apps sharing one PGlite both hear everything). Postgres: one dedicated
 // `pg.Client` (a pooled client would lose its LISTEN when returned to the pool), reconnected at
 // least every 250 ms; after a reconnect `onResume` handlers run so callers can catch up on what the
-// gap hid.
+// gap hid. A listening connection only ever receives, so a half-open one (the server or a NAT box
+// gone without a word) would go unnoticed until TCP keepalive gives up, hours later: it is probed
+// with a small query every few seconds, and one that does not answer in time is replaced.
 import type { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import type { Logger } from './logger.js'
@@ -56,6 +58,9 @@ export function pgliteListener (pglite: PGlite, run: (statement: string) => Prom
 // retrying every quarter second costs next to nothing, and recovery follows the server within that.
 const RECONNECT_FIRST_MS = 50
 const RECONNECT_MAX_MS = 250
+/** The listening connection is asked to answer this often, and given this long to. */
+export const LISTEN_PROBE_EVERY_MS = 5_000
+export const LISTEN_PROBE_TIMEOUT_MS = 3_000
 
 /** Postgres: a dedicated connection that is re-established (every 250 ms at most) whenever it drops. */
 export function postgresListener (connectionString: string, log: Logger): NotificationListener {
@@ -66,10 +71,30 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
   let attempt = 0
   let reconnectTimer: NodeJS.Timeout | undefined
   let connecting: Promise<void> | undefined
+  let probing = false
+
+  /** A query nobody answers within the timeout means the connection is gone, whatever TCP thinks. */
+  function probe (): void {
+    const current = client
+    if (current === undefined || probing) return
+    probing = true
+    let timer: NodeJS.Timeout | undefined
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => { reject(new Error(`the listening connection did not answer within ${LISTEN_PROBE_TIMEOUT_MS} ms`)) }, LISTEN_PROBE_TIMEOUT_MS)
+    })
+    Promise.race([current.query('select 1'), timedOut]).then(() => {}, (error: unknown) => {
+      lost(current, error instanceof Error ? error : new Error(String(error)))
+    }).finally(() => {
+      clearTimeout(timer)
+      probing = false
+    })
+  }
+  const probeTimer = setInterval(probe, LISTEN_PROBE_EVERY_MS)
+  probeTimer.unref()
 
   async function connect (): Promise<void> {
     // A connect attempt that hangs (an unreachable host) gives up like the pools' do, and the next starts.
-    const next = new pg.Client({ connectionString, keepAlive: true, application_name: 'canvas-live-listener', connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+    const next = new pg.Client({ connectionString, keepAlive: true, keepAliveInitialDelayMillis: LISTEN_PROBE_EVERY_MS, application_name: 'canvas-live-listener', connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
     // Listeners go on before anything can fail: pg emits 'error' on the client whenever its
     // connection breaks, and an 'error' nobody hears ends the process. Until this client is the
     // current one, a break only fails this attempt.
@@ -154,6 +179,7 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
     },
     async close () {
       closed = true
+      clearInterval(probeTimer)
       if (reconnectTimer !== undefined) clearTimeout(reconnectTimer)
       const current = client
       client = undefined

@@ -39,13 +39,22 @@ export function fanOutEvents (options: { bus: EventLogBus, audience: AudienceRes
   let chain: Promise<void> = Promise.resolve()
   let stopped = false
 
+  // One stream that fails to take a message (a transport in a state it should not be in) costs that
+  // stream the message, never the other streams or the events after it.
   function deliver (event: LoggedEvent, recipients: ReadonlySet<string>): void {
     const message = messageOf(event)
     const owner = cursorOwnerOf(event)
     streams.forEachOf(recipients, (stream) => {
       if (stream.userId === owner || comparePositions(event.position, stream.floor) <= 0) return
-      if (stream.buffer !== undefined) stream.buffer.push({ position: event.position, message })
-      else stream.connection.send(message)
+      if (stream.buffer !== undefined) {
+        stream.buffer.push({ position: event.position, message })
+        return
+      }
+      try {
+        stream.connection.send(message)
+      } catch (error) {
+        log.error({ err: error, eventId: event.id, type: event.type }, 'live events: writing to a stream failed')
+      }
     })
   }
 
@@ -87,11 +96,20 @@ export function fanOutEvents (options: { bus: EventLogBus, audience: AudienceRes
       }
       return { event, recipients }
     })
+    // The chain keeps batches in order; a failure inside one is reported and never breaks the chain,
+    // or every later event on this instance would wait behind a rejected promise forever.
     chain = chain.then(async () => {
       for (const { event, recipients } of items) {
         const resolved = await recipientsOf(event, recipients)
-        if (resolved !== undefined) deliver(event, resolved)
+        if (resolved === undefined) continue
+        try {
+          deliver(event, resolved)
+        } catch (error) {
+          log.error({ err: error, eventId: event.id, type: event.type }, 'live events: delivering an event failed')
+        }
       }
+    }).catch((error: unknown) => {
+      log.error({ err: error }, 'live events: delivering a batch failed')
     })
   }
 

@@ -5,19 +5,28 @@
 // instance says it did (`e:` on the live channel, sent once per turn of the event loop), when the
 // listening connection comes back, and every few seconds regardless, so a wake-up lost with a
 // crashed instance delays an event by that much at most and loses nothing. While a newer event is
-// held back behind a transaction still open, it looks again shortly.
+// held back behind a transaction still open, it looks again shortly, and a long wait is reported
+// (delivery-stall.ts). The log going back in time (the database restored from a backup, whose
+// transaction ids then repeat) is noticed on those regular looks: delivery starts again from the
+// log's newest event, and the streams are told to refetch (`onRewind`).
+// Pruning removes events past the retention in small batches, each its own short transaction, by
+// one instance at a time (an advisory lock), so it never holds delivery back for long.
 import { randomBytes } from 'node:crypto'
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
 import type { AnyEvent, Audience, EventListener, EventNotifier } from '../core/events.js'
-import { countEventsAfter, findEventsBetween, findFinalEventsAfter, logBounds, notify, pruneEventsBefore, type EventLogRow } from './event-log.repository.js'
+import { watchStalls } from './delivery-stall.js'
+import { countEventsAfter, findEventsBetween, findFinalEventsAfter, logBounds, notify, pruneBatch, type EventLogRow } from './event-log.repository.js'
 import type { LiveChannel } from './live-channel.js'
-import { formatPosition, LOG_START, type LogPosition } from './log-position.js'
+import { comparePositions, formatPosition, LOG_START, type LogPosition } from './log-position.js'
 
 /** How long the log keeps an event for replay (documented in README: 24 hours). */
 export const EVENT_LOG_RETENTION_MS = 24 * 3600_000
 const PRUNE_EVERY_MS = 3600_000
+/** Events one pruning transaction removes at most, and the pause before the next batch. */
+const PRUNE_BATCH = 1_000
+const PRUNE_PAUSE_MS = 20
 const LOAD_BATCH = 500
 /** A safety net: delivery looks this often even when nobody says there is something new. */
 const POLL_EVERY_MS = 2_000
@@ -40,8 +49,12 @@ export interface EventLogBus extends EventNotifier {
   /** Logged events with `after < position <= upTo`, in delivery order, at most `limit`. */
   readBetween (after: LogPosition, upTo: LogPosition, limit: number): Promise<LoggedEvent[]>
   countAfter (after: LogPosition, cap: number): Promise<number>
-  /** Removes events older than the retention window; runs hourly on its own. */
+  /** Removes events older than the retention window (0 when another instance is pruning); runs hourly on its own. */
   prune (): Promise<number>
+  /** How long delivery has been held back behind an open transaction, in ms (0: not at all). */
+  lagMs (): number
+  /** Told when the log went back in time (a restore from a backup): `from` was delivered, `to` is the log's newest now. */
+  onRewind (listener: (from: LogPosition, to: LogPosition) => void): void
   start (): Promise<void>
   stop (): void
 }
@@ -81,6 +94,10 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
   let started = false
   let stopped = false
   let heldBackDelay = HELD_BACK_FIRST_MS
+  const stalls = watchStalls({ readDb, log })
+  const rewindListeners: Array<(from: LogPosition, to: LogPosition) => void> = []
+  /** Set by the regular look and by a reconnect: the next drain first checks that the log did not go back. */
+  let rewindCheckDue = false
   let lookTimer: NodeJS.Timeout | undefined
   let pollTimer: NodeJS.Timeout | undefined
   let pruneTimer: NodeJS.Timeout | undefined
@@ -111,6 +128,10 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     draining = true
     let heldBack = false
     try {
+      if (rewindCheckDue) {
+        rewindCheckDue = false
+        await checkRewound()
+      }
       // Pages until the log is read up to what is final; once more if someone asked meanwhile.
       for (;;) {
         again = false
@@ -120,8 +141,9 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
           const event = toEvent(row)
           if (event !== undefined) hand(event)
         }
-        heldBack = page.heldBack
-        const more = !heldBack && page.rows.length === LOAD_BATCH
+        heldBack = page.waiting !== undefined
+        if (page.rows.length < LOAD_BATCH) stalls.observe(page.waiting, delivered)
+        const more = page.rows.length === LOAD_BATCH
         if (stopped || !(more || again)) break
       }
       if (heldBack) {
@@ -163,10 +185,43 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
   channel.on('e', (sender) => {
     if (sender !== instance) void drain()
   })
-  channel.onResume(() => { void drain() })
+  channel.onResume(() => {
+    rewindCheckDue = true
+    void drain()
+  })
+
+  /**
+   * Every position ever delivered stays at or before the log's newest final one (pruned events move
+   * the horizon past them). Behind it, the database went back in time: what was delivered after the
+   * newest position no longer exists, and the transaction ids after it are being used again.
+   */
+  async function checkRewound (): Promise<void> {
+    const { newest } = await logBounds(readDb)
+    if (comparePositions(newest, delivered) >= 0) return
+    const from = delivered
+    delivered = newest
+    log.warn({ delivered: formatPosition(from), newest: formatPosition(newest) },
+      'live events: the event log is behind what was delivered (the database was restored from a backup?); delivering from its newest event, streams are reset')
+    for (const listener of rewindListeners) {
+      try {
+        listener(from, newest)
+      } catch (error) {
+        log.error({ err: error }, 'live events: a rewind listener failed')
+      }
+    }
+  }
 
   async function prune (): Promise<number> {
-    return await pruneEventsBefore(db, new Date(clock.now().getTime() - EVENT_LOG_RETENTION_MS))
+    const cutoff = new Date(clock.now().getTime() - EVENT_LOG_RETENTION_MS)
+    let removed = 0
+    for (;;) {
+      const batch = await pruneBatch(db, cutoff, PRUNE_BATCH)
+      if (batch === undefined) break // another instance is pruning
+      removed += batch
+      if (batch < PRUNE_BATCH || stopped) break
+      await new Promise((resolve) => setTimeout(resolve, PRUNE_PAUSE_MS))
+    }
+    return removed
   }
 
   const subscribe = (listener: (event: LoggedEvent) => void): () => void => {
@@ -188,12 +243,19 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     },
     countAfter: async (after, cap) => await countEventsAfter(readDb, after, cap),
     prune,
+    lagMs: () => stalls.lagMs(),
+    onRewind (listener) {
+      rewindListeners.push(listener)
+    },
     /** Call after the channel listens: events that are final before now are not delivered live. */
     async start () {
       delivered = (await logBounds(readDb)).newest
       started = true
       void drain()
-      pollTimer = setInterval(() => { void drain() }, POLL_EVERY_MS)
+      pollTimer = setInterval(() => {
+        rewindCheckDue = true
+        void drain()
+      }, POLL_EVERY_MS)
       pollTimer.unref()
       const runPrune = (): void => {
         prune().catch((error: unknown) => { log.warn({ err: error }, 'live events: pruning the event log failed') })

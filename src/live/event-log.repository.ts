@@ -31,12 +31,13 @@ const at = (position: LogPosition): RawBuilder<unknown> => sql`(${position.tx.to
 // and sort positions as text (out of order past a power of ten, and without the index).
 
 /**
- * Final events after `after`, in delivery order, at most `limit`; `heldBack` when an event that is
- * not final yet follows them (the caller looks again shortly). Every event that is not final sorts
- * after every final one, so only the final ones are read, and the held-back ones merely noticed.
+ * Final events after `after`, in delivery order, at most `limit`; `waiting`, the first event after
+ * them that is not final yet (the caller looks again shortly, and measures how long it waits). Every
+ * event that is not final sorts after every final one, so only the final ones are read, and the
+ * first held-back one merely noticed.
  */
-export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: number): Promise<{ rows: EventLogRow[], heldBack: boolean }> {
-  const result = await sql<RawRow & { held_back: boolean }>`
+export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: number): Promise<{ rows: EventLogRow[], waiting: LogPosition | undefined }> {
+  const result = await sql<RawRow & { waiting_tx: string | null, waiting_id: string | null }>`
     with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin),
     final as (
       select event_log.tx, event_log.id, type, payload, audience, user_id, created_at
@@ -44,17 +45,27 @@ export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: n
       where (event_log.tx, event_log.id) > ${at(after)} and event_log.tx < horizon.xmin
       order by event_log.tx, event_log.id
       limit ${limit}
+    ),
+    -- The first event after the position that is not final: one row of an index scan from the later
+    -- of the position and the horizon (an EXISTS over "tx >= xmin" was planned as a sequential scan).
+    waiting as (
+      select event_log.tx, event_log.id from event_log, horizon
+      where (event_log.tx, event_log.id) > (
+        greatest(${after.tx.toString()}::xid8, horizon.xmin),
+        case when ${after.tx.toString()}::xid8 >= horizon.xmin then ${after.id.toString()}::bigint else -1 end)
+      order by event_log.tx, event_log.id
+      limit 1
     )
     select final.tx::text, final.id::text, type, payload, audience, user_id, created_at,
-      -- Some event after the position is held back exactly when the newest one is: one row of a backward
-      -- index scan (an EXISTS over "tx >= xmin" was planned as a sequential scan of the whole log).
-      coalesce((select newest.tx >= horizon.xmin from horizon, (
-        select event_log.tx from event_log where (event_log.tx, event_log.id) > ${at(after)}
-        order by event_log.tx desc, event_log.id desc limit 1) as newest), false) as held_back
+      (select waiting.tx::text from waiting) as waiting_tx, (select waiting.id::text from waiting) as waiting_id
     from (select 1) as one left join final on true
     order by final.tx, final.id`.execute(db)
   const rows = result.rows.filter((row) => row.tx !== null).map(toRow)
-  return { rows, heldBack: result.rows[0]?.held_back ?? false }
+  const first = result.rows[0]
+  const waiting = first?.waiting_tx === null || first?.waiting_tx === undefined || first.waiting_id === null
+    ? undefined
+    : { tx: BigInt(first.waiting_tx), id: BigInt(first.waiting_id) }
+  return { rows, waiting }
 }
 
 /** Events with `after < position <= upTo` (all final when `upTo` is), in delivery order, at most `limit`. */
@@ -90,25 +101,74 @@ export async function logBounds (db: Db): Promise<{ newest: LogPosition, prunedT
   return { newest, prunedThrough }
 }
 
+/** Arbitrary, fixed: keeps the pruning lock apart from any other advisory lock (sparks use 0x5350). */
+const PRUNE_LOCK_CLASS = 0x4556 // "EV"
+
 /**
- * Removes every final event up to the newest final one created before `cutoff` (a prefix in
- * delivery order, so the log is always "everything after the horizon") and moves the horizon there.
+ * One batch of pruning, in a short transaction of its own: removes the oldest events (a prefix in
+ * delivery order, so the log is always "everything after the horizon"), at most `limit`, stopping at
+ * the first one that is not final or not older than `cutoff`, and moves the horizon past them.
+ * Undefined when another session holds the pruning lock (another instance is pruning): nobody waits
+ * for it, so no transaction of ours sits on a lock while it holds delivery back.
  */
-export async function pruneEventsBefore (db: Db, cutoff: Date): Promise<number> {
+export async function pruneBatch (db: Db, cutoff: Date, limit: number): Promise<number | undefined> {
   return await db.transaction().execute(async (trx) => {
-    const last = await sql<{ tx: string, id: string }>`
-      with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-      select tx::text, id::text from event_log, horizon
-      where created_at < ${cutoff} and event_log.tx < horizon.xmin
-      order by event_log.tx desc, event_log.id desc limit 1`.execute(trx)
-    const through = last.rows[0]
-    if (through === undefined) return 0
-    const position = { tx: BigInt(through.tx), id: BigInt(through.id) }
-    const deleted = await sql`delete from event_log where (tx, id) <= ${at(position)}`.execute(trx)
-    await sql`update event_log_horizon set pruned_tx = ${through.tx}::xid8, pruned_through = ${through.id}::bigint
-      where (pruned_tx, pruned_through) < ${at(position)}`.execute(trx)
-    return Number(deleted.numAffectedRows ?? 0n)
+    const lock = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${PRUNE_LOCK_CLASS}::int, 1) as locked`.execute(trx)
+    if (lock.rows[0]?.locked !== true) return undefined
+    const result = await sql<{ deleted: number }>`
+      with horizon as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin),
+      head as materialized (
+        select event_log.tx, event_log.id, event_log.tx < horizon.xmin and event_log.created_at < ${cutoff} as old
+        from event_log, horizon order by event_log.tx, event_log.id limit ${limit}
+      ),
+      boundary as (select tx, id from head where not old order by tx, id limit 1),
+      doomed as (select head.tx, head.id from head where old and not exists (select 1 from boundary where (head.tx, head.id) > (boundary.tx, boundary.id))),
+      deleted as (delete from event_log using doomed where event_log.tx = doomed.tx and event_log.id = doomed.id returning event_log.tx, event_log.id),
+      last as (select tx, id from deleted order by tx desc, id desc limit 1),
+      moved as (update event_log_horizon set pruned_tx = last.tx, pruned_through = last.id from last
+        where (event_log_horizon.pruned_tx, event_log_horizon.pruned_through) < (last.tx, last.id) returning 1)
+      select (select count(*) from deleted)::int as deleted, (select count(*) from moved)::int as moved`.execute(trx)
+    return result.rows[0]?.deleted ?? 0
   })
+}
+
+/** The open transaction that holds delivery back, as `pg_stat_activity` shows it (what we may see of it). */
+export interface Blocker {
+  pid: number
+  applicationName: string
+  database: string | null
+  user: string | null
+  state: string | null
+  /** How long its transaction has been open (ms). */
+  transactionMs: number | null
+  /** Its current or last statement, when this role may see it. */
+  query: string | null
+}
+
+/**
+ * The session whose transaction is the oldest still running on the cluster: the one that holds the
+ * snapshot's xmin, so every event written after it began waits for it (any database of the cluster,
+ * since transaction ids are the cluster's). Undefined when no session has one (a prepared transaction).
+ */
+export async function findBlocker (db: Db): Promise<Blocker | undefined> {
+  const result = await sql<{ pid: number, application_name: string, datname: string | null, usename: string | null, state: string | null, transaction_ms: number | null, query: string | null }>`
+    select pid, application_name, datname, usename, state,
+      (extract(epoch from clock_timestamp() - xact_start) * 1000)::float8 as transaction_ms, query
+    from pg_stat_activity
+    where backend_xid is not null and pid <> pg_backend_pid()
+    order by age(backend_xid) desc limit 1`.execute(db)
+  const row = result.rows[0]
+  if (row === undefined) return undefined
+  const visible = row.query !== null && row.query !== '' && row.query !== '<insufficient privilege>'
+  return {
+    pid: row.pid,
+    applicationName: row.application_name,
+    database: row.datname,
+    user: row.usename,
+    state: row.state,
+    transactionMs: row.transaction_ms === null ? null : Math.round(row.transaction_ms),
+    query: visible ? row.query : null
+  }
 }
 
 /** A bare notification (no log row): wake-ups, control signals and cursor batches. */

@@ -29,7 +29,7 @@ export function liveConnectionsFor (database: DatabaseHandle, config: Config, lo
     }
   }
   if (config.databaseUrl === undefined) throw new Error('a Postgres database needs DATABASE_URL for its live connections')
-  const pool = createPostgresPool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, applicationName: 'canvas-live-reads' })
+  const pool = createPostgresPool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, applicationName: 'canvas-live-reads', idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs })
   const readDb = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
   return {
     listener: postgresListener(config.databaseUrl, log),

@@ -19,9 +19,18 @@ export function formatPosition (position: LogPosition): string {
   return `${position.tx}-${position.id}`
 }
 
-/** The position an SSE id names; undefined for anything this service never sent. */
+/** The largest transaction id (xid8, unsigned) and event id (bigint, signed) the log can hold. */
+const MAX_TX = 2n ** 64n - 1n
+const MAX_ID = 2n ** 63n - 1n
+
+/**
+ * The position an SSE id names; undefined for anything this service never sent, numbers past what
+ * the log's columns hold included (such an id could never be compared in SQL, and a client sending
+ * it would be cut off and reconnect with it forever; it gets `sync:reset` instead).
+ */
 export function parsePosition (text: string): LogPosition | undefined {
   const match = /^(\d{1,20})-(\d{1,19})$/.exec(text)
   if (match === null) return undefined
-  return { tx: BigInt(match[1] ?? '0'), id: BigInt(match[2] ?? '0') }
+  const position = { tx: BigInt(match[1] ?? '0'), id: BigInt(match[2] ?? '0') }
+  return position.tx <= MAX_TX && position.id <= MAX_ID ? position : undefined
 }

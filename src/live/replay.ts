@@ -13,8 +13,9 @@ import type { Stream, StreamMessage } from './streams.js'
 export const MAX_REPLAY_EVENTS = 5_000
 const REPLAY_PAGE = 500
 
-/** Why a reconnecting client gets `sync:reset` instead of a replay. */
-export type ResetReason = 'expired' | 'unknown-id' | 'too-many'
+/** Why a reconnecting client gets `sync:reset` instead of a replay; `rewound`: why an open stream gets
+ *  one (the event log went back in time, event-log-bus.ts). */
+export type ResetReason = 'expired' | 'unknown-id' | 'too-many' | 'rewound'
 
 export interface ReplayOptions {
   bus: EventLogBus
@@ -22,7 +23,7 @@ export interface ReplayOptions {
   clock: Clock
 }
 
-function resetMessage (reason: ResetReason, lastEventId: string, head: LogPosition, clock: Clock): StreamMessage {
+export function resetMessage (reason: ResetReason, lastEventId: string, head: LogPosition, clock: Clock): StreamMessage {
   return { id: formatPosition(head), data: { type: 'sync:reset', payload: { reason, lastEventId }, timestamp: clock.now().toISOString() } }
 }
 

@@ -14,8 +14,8 @@ import type { CursorPresence } from './cursor-presence.js'
 import type { EventLogBus } from './event-log-bus.js'
 import { fanOutEvents } from './event-fanout.js'
 import type { LiveChannel } from './live-channel.js'
-import { LOG_START } from './log-position.js'
-import { replayMissed } from './replay.js'
+import { formatPosition, LOG_START } from './log-position.js'
+import { replayMissed, resetMessage } from './replay.js'
 import type { StreamCaps } from './stream-caps.js'
 import { keepStreamsUp } from './stream-upkeep.js'
 import { OpenStreams, type Stream, type StreamConnection } from './streams.js'
@@ -85,6 +85,17 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
   }
 
   const events = fanOutEvents({ bus, audience, streams, log })
+  // The log went back in time: what the streams were sent after its newest event no longer exists,
+  // and later events will reuse those positions. Each stream is told to refetch and starts over from
+  // the log's newest position (one being replayed is ended instead: its client reconnects and is reset).
+  bus.onRewind((from, to) => {
+    const message = resetMessage('rewound', formatPosition(from), to, clock)
+    for (const stream of streams.list()) {
+      stream.floor = LOG_START
+      if (stream.buffer !== undefined) end(stream)
+      else stream.connection.send(message)
+    }
+  })
   fanOutCursors({ presence, audience, streams, clock, log })
   const upkeep = keepStreamsUp({ ...options, streams, end })
 

@@ -1,7 +1,8 @@
 // What keeps open streams honest, on one timer for all of them: a heartbeat each interval (SPEC
-// Events), the refresh of their stream-cap slots, and the end of a stream whose session ended — by a
-// signal from any instance (logout, account deletion), by a periodic check of the sessions table (a
-// signal may be lost), or by its credential expiring (a timer for the last stretch).
+// Events) with `: ping` comments between heartbeats (DECISIONS §16), the refresh of their stream-cap
+// slots, and the end of a stream whose session ended — by a signal from any instance (logout, account
+// deletion), by a periodic check of the sessions table (a signal may be lost), or by its credential
+// expiring (a timer for the last stretch).
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
@@ -11,6 +12,11 @@ import type { StreamCaps } from './stream-caps.js'
 import { standingSessionIds } from './stream-sessions.repository.js'
 import type { OpenStreams, Stream, StreamMessage } from './streams.js'
 
+/**
+ * Between two heartbeats an SSE comment (`: ping`) goes out at least this often (DECISIONS §16): a
+ * proxy that cuts a response silent for 30 s (Next.js rewrites) never cuts a stream.
+ */
+export const PING_EVERY_MS = 15_000
 /** The session check runs on heartbeats, but not more often than this. */
 const SESSION_CHECK_EVERY_MS = 10_000
 const MAX_TIMER_MS = 2 ** 31 - 1
@@ -67,8 +73,17 @@ export function keepStreamsUp (options: StreamUpkeepOptions): StreamUpkeep {
     }
   }
 
-  const heartbeat = setInterval(() => {
+  // One timer for both: `ticks` beats per heartbeat interval, the last a heartbeat, the others a
+  // ping (at least one between two heartbeats, at most PING_EVERY_MS apart).
+  const ticks = Math.max(2, Math.ceil(heartbeatMs / PING_EVERY_MS))
+  let tick = 0
+  const timer = setInterval(() => {
+    tick = (tick + 1) % ticks
     if (streams.size === 0) return
+    if (tick !== 0) {
+      for (const stream of streams.list()) stream.connection.ping()
+      return
+    }
     const now = clock.now()
     const message: StreamMessage = { event: 'heartbeat', data: { timestamp: now.toISOString() } }
     const slots: Slot[] = []
@@ -78,15 +93,16 @@ export function keepStreamsUp (options: StreamUpkeepOptions): StreamUpkeep {
       watchExpiry(stream)
     }
     caps.refresh(slots)
-    if (now.getTime() - lastSessionCheck >= SESSION_CHECK_EVERY_MS) {
+    // A clock set back (a correction of the wall clock) must not postpone the check until it catches up.
+    if (now.getTime() - lastSessionCheck >= SESSION_CHECK_EVERY_MS || now.getTime() < lastSessionCheck) {
       lastSessionCheck = now.getTime()
       void checkSessions()
     }
-  }, heartbeatMs)
-  heartbeat.unref()
+  }, heartbeatMs / ticks)
+  timer.unref()
 
   return {
     watchExpiry,
-    stop: () => { clearInterval(heartbeat) }
+    stop: () => { clearInterval(timer) }
   }
 }

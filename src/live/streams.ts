@@ -13,6 +13,8 @@ export interface StreamMessage {
 export interface StreamConnection {
   /** Writes one message; the same object goes to many streams, so it may be encoded once. */
   send (message: StreamMessage): void
+  /** Writes an SSE comment line (`: ping`), which clients ignore: it keeps proxies from cutting a quiet stream. */
+  ping (): void
   /** Ends the response (server side). */
   end (): void
 }

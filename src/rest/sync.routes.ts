@@ -16,8 +16,13 @@ import { actorOf } from './identity.js'
 const MAX_UNSENT_BYTES = 1 << 20
 /** How long an EventSource waits before reconnecting after the stream ends. */
 const RECONNECT_DELAY_MS = 2_000
-/** `x-accel-buffering: no` keeps a proxy such as nginx from holding events back. */
-const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
+/**
+ * `x-accel-buffering: no` keeps a proxy such as nginx from holding events back; `no-transform` keeps
+ * a compressing proxy (Next.js rewrites, the `compression` middleware) from gzipping the stream,
+ * which holds every event in its compressor (DECISIONS §16).
+ */
+const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' }
+const PING_FRAME = ': ping\n\n'
 
 export interface SyncRouteOptions {
   streams: StreamHub
@@ -80,6 +85,9 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
           }
           raw.write(frameOf(message))
           if (raw.writableLength > MAX_UNSENT_BYTES) raw.destroy()
+        },
+        ping () {
+          if (!raw.writableEnded && !raw.destroyed) raw.write(PING_FRAME)
         },
         end () {
           if (!raw.writableEnded) raw.end()

@@ -3,6 +3,7 @@
 // prove an absence by waiting for a later marker event: the bus delivers in publication order.
 import type { AnyEvent } from '../../src/core/events.js'
 import type { TestApp } from './app.js'
+import { waitForItem } from './waiting.js'
 
 export interface EventRecorder {
   readonly events: readonly AnyEvent[]
@@ -26,20 +27,7 @@ export function recordEvents (t: TestApp): EventRecorder {
     mark: () => events.length,
     matching: (match, from = 0) => events.slice(from).filter(match),
     async waitFor (match, from = 0, timeoutMs = 5000) {
-      const find = (): AnyEvent | undefined => events.slice(from).find(match)
-      const found = find()
-      if (found !== undefined) return found
-      return await new Promise<AnyEvent>((resolve, reject) => {
-        const timer = setTimeout(() => { waiters.delete(check); reject(new Error('timed out waiting for an event')) }, timeoutMs)
-        function check (): void {
-          const hit = find()
-          if (hit === undefined) return
-          clearTimeout(timer)
-          waiters.delete(check)
-          resolve(hit)
-        }
-        waiters.add(check)
-      })
+      return await waitForItem(events, waiters, match, from, timeoutMs, () => 'an event')
     },
     stop
   }

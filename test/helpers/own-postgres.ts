@@ -25,6 +25,12 @@ export interface OwnPostgres {
   start (): Promise<void>
   /** pg_terminate_backend of every other client connection (of one role, when given); how many. */
   terminateBackends (user?: string): Promise<number>
+  /**
+   * A backup as a restore would bring back: the server is stopped, its folder copied, and started
+   * again; the returned function stops it, puts that copy back and starts it (the cluster is then as
+   * it was, its transaction ids included, as after a point-in-time restore).
+   */
+  backup (): Promise<() => Promise<void>>
   /** Stops the server and removes its folder. */
   destroy (): Promise<void>
 }
@@ -143,6 +149,18 @@ export async function startOwnPostgres (): Promise<OwnPostgres> {
       const rows = await query(`select count(*)::int as n from (select pg_terminate_backend(pid) from pg_stat_activity
         where pid <> pg_backend_pid() and backend_type = 'client backend' and ($1::text is null or usename = $1)) cut`, { params: [user ?? null] })
       return Number(rows[0]?.n ?? 0)
+    },
+    async backup () {
+      await stop()
+      const copy = join(dir, `backup-${Date.now()}`)
+      await execFileAsync('cp', ['-a', data, copy])
+      await start()
+      return async () => {
+        await stop()
+        rmSync(data, { recursive: true, force: true })
+        await execFileAsync('cp', ['-a', copy, data])
+        await start()
+      }
     },
     async destroy () {
       process.off('exit', stopOnExit)

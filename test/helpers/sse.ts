@@ -17,6 +17,8 @@ export interface SseStream {
   readonly headers: Headers
   /** Every message received so far, in order. */
   readonly messages: SseMessage[]
+  /** Comment lines (without the colon and its space), each with how many messages came before it. */
+  readonly comments: Array<{ text: string, after: number }>
   /** Default-type messages only (no heartbeats). */
   events (): SseMessage[]
   waitFor (match: (message: SseMessage) => boolean, timeoutMs?: number): Promise<SseMessage>
@@ -41,6 +43,7 @@ export async function openStream (origin: string, options: SseOptions = {}): Pro
   const abort = new AbortController()
   const response = await fetch(`${origin}/api/sync/subscribe`, { headers, signal: abort.signal })
   const messages: SseMessage[] = []
+  const comments: Array<{ text: string, after: number }> = []
   const waiters = new Set<() => void>()
   let isEnded = false
   let endedResolve!: () => void
@@ -73,7 +76,10 @@ export async function openStream (origin: string, options: SseOptions = {}): Pro
             data = []
             continue
           }
-          if (line.startsWith(':')) continue
+          if (line.startsWith(':')) {
+            comments.push({ text: line.slice(1).replace(/^ /, ''), after: messages.length })
+            continue
+          }
           const colon = line.indexOf(':')
           const field = colon === -1 ? line : line.slice(0, colon)
           const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '')
@@ -97,6 +103,7 @@ export async function openStream (origin: string, options: SseOptions = {}): Pro
     status: response.status,
     headers: response.headers,
     messages,
+    comments,
     events: () => messages.filter((m) => m.event === 'message'),
     ended,
     async waitFor (match, timeoutMs = 5_000) {

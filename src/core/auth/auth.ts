@@ -3,6 +3,7 @@ import { AppError } from '../errors.js'
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { parseInput } from '../validation.js'
+import { monotonicMs } from '../../infra/clock.js'
 import { hashToken, newId, newSecretToken } from '../../infra/ids.js'
 import { findOrCreateUserByEmail, findUserById, findUserIdByEmail } from '../users/users.repository.js'
 import { toUser, type User } from '../users/users.types.js'
@@ -25,7 +26,7 @@ export function createAuth (deps: CoreDeps) {
   const { db, clock, config, log, sessionSignals } = deps
   const codec = createTokenCodec(config.jwtSecret)
   const validSessions = createSessionCache({
-    now: () => clock.now().getTime(),
+    now: monotonicMs,
     load: async (ids) => {
       const rows = await repo.findSessionsWithUsers(db, ids)
       return new Map(rows.map((row) => [row.session_id, { userId: row.id, expiresAt: row.expires_at, revokedAt: row.revoked_at, user: toUser(row) }]))

@@ -52,7 +52,7 @@ export interface CachedSession {
   userId: string
   expiresAt: Date
   user: User
-  /** When the read this entry comes from was sent (ms since the epoch). */
+  /** When the read this entry comes from was sent (on the cache's monotonic `now`). */
   cachedAt: number
 }
 
@@ -63,7 +63,8 @@ export type SessionLoader = (sessionIds: readonly string[]) => Promise<Map<strin
 export type Refusal = 'revoked' | 'absent'
 
 export interface SessionCache {
-  /** The session when cached within the TTL (renewed in the background once due); undefined otherwise. */
+  /** The session when cached within the TTL (renewed in the background once due) and not expired
+   *  at `nowMs` (wall clock, as the session's expiry); undefined otherwise. */
   get (sessionId: string, nowMs: number): CachedSession | undefined
   /** Why the session was refused, when a read found it revoked or absent (or it was revoked here). */
   refusal (sessionId: string): Refusal | undefined
@@ -96,6 +97,7 @@ interface Waiting {
 
 export interface SessionCacheOptions {
   load: SessionLoader
+  /** A monotonic clock (ms) for the entries' ages: a wall clock set back would keep them for as long. */
   now: () => number
   /** A background renewal that failed (the entry then expires with its TTL). */
   onRefreshError?: (error: unknown) => void
@@ -120,7 +122,8 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
   const underWay = new Set<Batch>()
 
   function cache (sessionId: string, record: SessionRecord, readAt: number): void {
-    if (record.revokedAt !== null || record.expiresAt.getTime() <= readAt) {
+    // An expired session is refused on its first `get` (expiry is on the wall clock, ages are not).
+    if (record.revokedAt !== null) {
       entries.delete(sessionId)
       return
     }
@@ -221,11 +224,12 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
     get (sessionId, nowMs) {
       const entry = entries.get(sessionId)
       if (entry === undefined) return undefined
-      if (nowMs - entry.cachedAt >= SESSION_CACHE_TTL_MS || entry.expiresAt.getTime() <= nowMs) {
+      const age = options.now() - entry.cachedAt
+      if (age >= SESSION_CACHE_TTL_MS || entry.expiresAt.getTime() <= nowMs) {
         entries.delete(sessionId)
         return undefined
       }
-      if (nowMs - entry.cachedAt >= SESSION_REFRESH_AFTER_MS && !waiting.has(sessionId)) {
+      if (age >= SESSION_REFRESH_AFTER_MS && !waiting.has(sessionId)) {
         // Renewed in the background; nobody awaits it, so a failed read only leaves the entry to expire.
         request(sessionId, false).promise.catch((error: unknown) => { options.onRefreshError?.(error) })
       }

@@ -3,9 +3,10 @@
 // order so concurrent batches and layouts cannot deadlock.
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.js'
+import { insertEventWithVersionOf, type NewEvent } from '../event-log.repository.js'
 import type { SparkRow, SparkWithRoom } from '../sparks/sparks.repository.js'
 import { TILE_HEIGHT, TILE_WIDTH } from './grid.js'
-import type { TilePosition } from './canvas.types.js'
+import type { TilePosition, TileState } from './canvas.types.js'
 
 export interface TileRoom {
   id: string
@@ -45,13 +46,20 @@ export async function lockTileToMove (db: Db, tileId: string, moverId: string, t
   return row === undefined ? undefined : { ...row, mover_is_member: Boolean(row.mover_is_member), target_collides: Boolean(row.target_collides) }
 }
 
-export async function tilePositions (db: Db, roomId: string): Promise<TilePosition[]> {
-  return await db.selectFrom('sparks').select(['id as tileId', 'x', 'y']).where('room_id', '=', roomId).execute()
+export async function tilePositions (db: Db, roomId: string): Promise<TileState[]> {
+  return await db.selectFrom('sparks').select(['id as tileId', 'x', 'y', 'version']).where('room_id', '=', roomId).execute()
 }
 
-export async function tileIdsInRoom (db: Db, roomId: string): Promise<string[]> {
-  const rows = await db.selectFrom('sparks').select('id').where('room_id', '=', roomId).execute()
-  return rows.map((r) => r.id)
+/** A room's tiles and their versions, by id: what a layout is computed from and guarded by. */
+export interface TileVersion { id: string, version: number }
+
+export async function tileVersionsInRoom (db: Db, roomId: string): Promise<TileVersion[]> {
+  return await db.selectFrom('sparks').select(['id', 'version']).where('room_id', '=', roomId).orderBy('id').execute()
+}
+
+/** The same, every row locked (in id order, as batches lock, so the two cannot deadlock). */
+export async function lockRoomTileVersions (db: Db, roomId: string): Promise<TileVersion[]> {
+  return await db.selectFrom('sparks').select(['id', 'version']).where('room_id', '=', roomId).orderBy('id').forUpdate().execute()
 }
 
 /** The tiles among `ids` that exist, with their rooms' visibility facts. */
@@ -70,34 +78,30 @@ export async function lockTiles (db: Db, ids: readonly string[]): Promise<string
   return rows.map((r) => r.id)
 }
 
-export async function lockRoomTiles (db: Db, roomId: string): Promise<string[]> {
-  const rows = await db.selectFrom('sparks').select('id').where('room_id', '=', roomId).orderBy('id').forUpdate().execute()
-  return rows.map((r) => r.id)
+/**
+ * Moves one tile and logs its event (the payload completed with the version the move gives the
+ * spark) in one statement: the row's lock is held for this round trip and the commit only.
+ */
+export async function setTilePositionLogged (db: Db, id: string, x: number, y: number, now: Date, event: NewEvent): Promise<SparkRow | undefined> {
+  const result = await sql<SparkRow>`
+    with moved as (
+      update sparks set x = ${x}::double precision, y = ${y}::double precision, updated_at = ${now}, version = version + 1
+      where id = ${id} returning *
+    ),
+    logged as (${insertEventWithVersionOf(event, 'moved')})
+    select * from moved`.execute(db)
+  return result.rows[0]
 }
 
-export async function setTilePosition (db: Db, id: string, x: number, y: number, now: Date): Promise<SparkRow | undefined> {
-  return await db.updateTable('sparks')
-    .set((eb) => ({ x, y, updated_at: now, version: eb('version', '+', 1) }))
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst()
-}
-
-/** Statement size stays far below Postgres's 65535 parameters. */
-const ROWS_PER_STATEMENT = 5000
-
-/** Sets many positions, one UPDATE … FROM (VALUES …) per chunk; callers run it in their transaction. */
-export async function setTilePositions (db: Db, positions: readonly TilePosition[], now: Date): Promise<number> {
-  let updated = 0
-  for (let start = 0; start < positions.length; start += ROWS_PER_STATEMENT) {
-    const chunk = positions.slice(start, start + ROWS_PER_STATEMENT)
-    const values = sql.join(chunk.map((p) => sql`(${p.tileId}, ${p.x}::double precision, ${p.y}::double precision)`))
-    const result = await sql`
-      update sparks as s
-      set x = v.x, y = v.y, version = s.version + 1, updated_at = ${now}
-      from (values ${values}) as v(id, x, y)
-      where s.id = v.id`.execute(db)
-    updated += Number(result.numAffectedRows ?? 0n)
-  }
-  return updated
+/** Sets many positions in one UPDATE (the positions as arrays: four parameters, however many tiles);
+ *  callers run it in their transaction, with the rows locked. Answers each moved tile's new version, by id. */
+export async function setTilePositions (db: Db, positions: readonly TilePosition[], now: Date): Promise<Map<string, number>> {
+  if (positions.length === 0) return new Map()
+  const result = await sql<{ id: string, version: number }>`
+    update sparks as s
+    set x = v.x, y = v.y, version = s.version + 1, updated_at = ${now}
+    from unnest(${positions.map((p) => p.tileId)}::text[], ${positions.map((p) => p.x)}::double precision[], ${positions.map((p) => p.y)}::double precision[]) as v(id, x, y)
+    where s.id = v.id
+    returning s.id, s.version`.execute(db)
+  return new Map(result.rows.map((row) => [row.id, row.version]))
 }

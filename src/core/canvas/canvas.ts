@@ -1,9 +1,10 @@
 // Canvas operations (DECISIONS §6): move one tile, move many atomically, compute and validate a
 // layout, read the canvas state. Geometry is in grid.ts, layout algorithms in layout.ts (run off the
-// event loop through deps.compute).
+// event loop through deps.compute). Every tile state these answer and publish carries the spark's
+// version (canvas.types.ts `TileState`).
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
-import { notFound, validationError } from '../errors.js'
+import { AppError, notFound, validationError } from '../errors.js'
 import { loadVisibleRoom, requireVisible, requireVisibleTile } from '../rooms/room-access.js'
 import { joinRoom } from '../rooms/room-members.repository.js'
 import { lockRoomsForShare } from '../rooms/rooms.repository.js'
@@ -12,18 +13,26 @@ import { parseInput } from '../validation.js'
 import * as repo from './canvas.repository.js'
 import {
   BatchUpdatePositionsInput, CanvasStateQuery, ComputeLayoutInput, RoomIdInput, UpdatePositionInput,
-  type CanvasState, type LayoutResult, type LayoutValidation, type PositionResult, type TilePosition
+  type CanvasState, type LayoutResult, type LayoutValidation, type PositionResult, type TilePosition, type TileState
 } from './canvas.types.js'
 import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, compare, layoutIssues, snapPosition } from './grid.js'
 import { moveTile } from './tile-move.js'
 
 const byTileId = (a: TilePosition, b: TilePosition): number => compare(a.tileId, b.tileId)
 
-function sameIds (a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false
-  const sortedA = [...a].sort(compare)
-  const sortedB = [...b].sort(compare)
-  return sortedA.every((id, i) => id === sortedB[i])
+/**
+ * How many times a layout is written before it gives up: each attempt after the first means the
+ * room's tiles changed between the read its layout was computed from and the write.
+ */
+export const LAYOUT_ATTEMPTS = 5
+
+/** Both in id order (the repository's). */
+function sameIds (a: readonly repo.TileVersion[], b: readonly repo.TileVersion[]): boolean {
+  return a.length === b.length && a.every((tile, i) => tile.id === b[i]?.id)
+}
+
+function sameVersions (a: readonly repo.TileVersion[], b: readonly repo.TileVersion[]): boolean {
+  return sameIds(a, b) && a.every((tile, i) => tile.version === b[i]?.version)
 }
 
 export function createCanvas (deps: CoreDeps) {
@@ -58,7 +67,7 @@ export function createCanvas (deps: CoreDeps) {
         if ((await repo.lockTiles(trx, ids)).length !== ids.length) throw notFound('Tile')
 
         const snapped = updates.map((u) => ({ tileId: u.tileId, ...snapPosition(u) }))
-        await repo.setTilePositions(trx, snapped, now)
+        const versions = await repo.setTilePositions(trx, snapped, now)
         const roomOf = new Map(ids.map((id) => [id, (tiles.get(id) as repo.TileRoom).room_id]))
         const indexes = new Map<string, TileIndex>()
         for (const roomId of roomIds) {
@@ -68,12 +77,18 @@ export function createCanvas (deps: CoreDeps) {
           indexes.set(roomId, index)
         }
         const positions = snapped.map(({ tileId, x, y, snapped }): PositionResult => ({
-          tileId, x, y, snapped, collisionDetected: !(indexes.get(roomOf.get(tileId) ?? '') as TileIndex).isFree({ tileId, x, y })
+          tileId,
+          x,
+          y,
+          // Every tile was locked above, so the UPDATE moved each one.
+          version: versions.get(tileId) as number,
+          snapped,
+          collisionDetected: !(indexes.get(roomOf.get(tileId) ?? '') as TileIndex).isFree({ tileId, x, y })
         }))
-        const perRoom = new Map<string, TilePosition[]>()
-        for (const { tileId, x, y } of positions) {
+        const perRoom = new Map<string, TileState[]>()
+        for (const { tileId, x, y, version } of positions) {
           const roomId = roomOf.get(tileId) as string
-          perRoom.set(roomId, [...perRoom.get(roomId) ?? [], { tileId, x, y }])
+          perRoom.set(roomId, [...perRoom.get(roomId) ?? [], { tileId, x, y, version }])
         }
         for (const [roomId, moved] of perRoom) {
           publish('positions:batch-updated', { updates: moved }, { audience: { kind: 'room', roomId }, userId: actor.userId })
@@ -82,27 +97,42 @@ export function createCanvas (deps: CoreDeps) {
       })
     },
 
-    /** Lays the room out (result depends only on its tile ids), persists it, publishes `layout:computed`. */
+    /**
+     * Lays the room out (result depends only on its tile ids), persists it, publishes `layout:computed`.
+     * The layout is computed (in the worker pool) from a read of the room's tiles and their versions,
+     * outside any transaction; then a short transaction locks the tiles and writes the layout only if
+     * they are still exactly those, at those versions. Otherwise someone moved, added or removed a
+     * tile meanwhile: nothing is written, and it starts over from a new read (computing again only
+     * when the set of tiles changed), at most LAYOUT_ATTEMPTS times, then `aborted` (409).
+     * So no transaction ever waits for the worker pool while it holds rows and delivery back.
+     */
     async computeLayout (actor: Actor, input: unknown): Promise<LayoutResult> {
       const { roomId, algorithm } = parseInput(ComputeLayoutInput, input)
       await loadVisibleRoom(db, actor, roomId)
-      // Computed (in the worker pool) before the transaction so locks are not held meanwhile.
-      let ids = await repo.tileIdsInRoom(db, roomId)
-      let positions = await compute.layout(algorithm, ids)
-      const now = clock.now()
-      return await inTransaction(deps, async ({ trx, publish }) => {
-        await loadVisibleRoom(trx, actor, roomId, 'share')
-        const locked = await repo.lockRoomTiles(trx, roomId)
-        if (!sameIds(locked, ids)) {
-          ids = locked // tiles were added or removed meanwhile: lay out what is there now
-          positions = await compute.layout(algorithm, ids)
+      // Asking for a layout is writing in the room (DECISIONS §5); done first, so the write's
+      // transaction, which holds every instance's delivery back while it lasts, is a statement shorter.
+      await joinRoom(db, roomId, actor.userId, clock.now())
+      let laidOut: { tiles: repo.TileVersion[], positions: TilePosition[] } | undefined
+      for (let attempt = 1; attempt <= LAYOUT_ATTEMPTS; attempt++) {
+        const tiles = await repo.tileVersionsInRoom(db, roomId)
+        if (laidOut === undefined || !sameIds(laidOut.tiles, tiles)) {
+          laidOut = { tiles, positions: await compute.layout(algorithm, tiles.map((tile) => tile.id)) }
+        } else {
+          laidOut.tiles = tiles
         }
-        await repo.setTilePositions(trx, positions, now)
-        await joinRoom(trx, roomId, actor.userId, now)
-        const result = { roomId, positions }
-        publish('layout:computed', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
-        return result
-      })
+        const { positions } = laidOut
+        const now = clock.now()
+        const written = await inTransaction(deps, async ({ trx, publish }) => {
+          await loadVisibleRoom(trx, actor, roomId, 'share')
+          if (!sameVersions(await repo.lockRoomTileVersions(trx, roomId), tiles)) return undefined
+          const versions = await repo.setTilePositions(trx, positions, now)
+          const result = { roomId, positions: positions.map((p) => ({ ...p, version: versions.get(p.tileId) as number })) }
+          publish('layout:computed', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
+          return result
+        })
+        if (written !== undefined) return written
+      }
+      throw new AppError('aborted', `The room's tiles kept changing while its layout was computed (${LAYOUT_ATTEMPTS} attempts); try again.`)
     },
 
     /** Reports off-grid tiles and overlapping pairs; publishes `layout:validated`. */

@@ -10,7 +10,16 @@ export interface TilePosition {
   y: number
 }
 
-export interface PositionResult extends TilePosition {
+/**
+ * A tile's position as stored, with its spark's `version` after the write that put it there. Events
+ * are delivered in the order their transactions began, not committed, so two writes of one tile can
+ * arrive in either order: a client keeps, per tile, the state with the highest version (README).
+ */
+export interface TileState extends TilePosition {
+  version: number
+}
+
+export interface PositionResult extends TileState {
   snapped: boolean
   collisionDetected: boolean
 }
@@ -32,12 +41,12 @@ export interface CanvasState {
   gridSize: number
   tileWidth: number
   tileHeight: number
-  tiles: TilePosition[]
+  tiles: TileState[]
 }
 
 export interface LayoutResult {
   roomId: string
-  positions: TilePosition[]
+  positions: TileState[]
 }
 
 export interface LayoutValidation {

@@ -88,7 +88,7 @@ export async function deleteSparksInRoom (db: Db, roomId: string): Promise<void>
 }
 
 /** Account deletion: the user's sparks in rooms of others (their own rooms go whole). */
-export async function deleteSparksCreatedBy (db: Db, userId: string): Promise<Array<{ id: string, roomId: string }>> {
-  const rows = await db.deleteFrom('sparks').where('created_by', '=', userId).returning(['id', 'room_id']).execute()
-  return rows.map((row) => ({ id: row.id, roomId: row.room_id }))
+export async function deleteSparksCreatedBy (db: Db, userId: string): Promise<Array<{ id: string, roomId: string, version: number }>> {
+  const rows = await db.deleteFrom('sparks').where('created_by', '=', userId).returning(['id', 'room_id', 'version']).execute()
+  return rows.map((row) => ({ id: row.id, roomId: row.room_id, version: row.version }))
 }

@@ -93,7 +93,7 @@ export function createSparks (deps: CoreDeps) {
         requireSparkEditor(spark, room, actor, 'delete')
         await repo.deleteSparkRow(trx, sparkId)
         await joinRoom(trx, spark.room_id, actor.userId, now)
-        publish('spark:deleted', { id: sparkId, roomId: spark.room_id }, { audience: { kind: 'room', roomId: spark.room_id }, userId: actor.userId })
+        publish('spark:deleted', { id: sparkId, roomId: spark.room_id, version: spark.version }, { audience: { kind: 'room', roomId: spark.room_id }, userId: actor.userId })
       })
     },
 

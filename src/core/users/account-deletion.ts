@@ -39,8 +39,8 @@ export async function deleteAccountData ({ trx, publish }: Transaction, userId: 
   for (const { roomId, memberIds } of rooms) {
     if (memberIds.length > 0) publish('room:deleted', { id: roomId }, { audience: { kind: 'users', userIds: memberIds }, userId })
   }
-  for (const { id, roomId } of sparks) {
-    publish('spark:deleted', { id, roomId }, { audience: { kind: 'room', roomId }, userId })
+  for (const { id, roomId, version } of sparks) {
+    publish('spark:deleted', { id, roomId, version }, { audience: { kind: 'room', roomId }, userId })
   }
   return { storageKeys }
 }
