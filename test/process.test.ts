@@ -3,6 +3,7 @@
 import t from 'tap'
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import http from 'node:http'
+import http2 from 'node:http2'
 import net from 'node:net'
 import { createClient, type Interceptor, type Transport } from '@connectrpc/connect'
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node'
@@ -150,6 +151,29 @@ t.test('SHUTDOWN_DELAY_MS: from the signal /health says draining while requests 
   const exitedAfter = Date.now() - signalled
   t.ok(exitedAfter >= delayMs && exitedAfter < delayMs + 10_000, `exited ${exitedAfter} ms after SIGTERM (delay ${delayMs} ms)`)
   await t.rejects(fetch(`${url}/health`), 'the listener is closed')
+})
+
+t.test('HTTP/2 clients that leave while their streams are being handled do not take the process down (logs at info)', async (t) => {
+  const { child, url, exited } = await startServer({})
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  // Each round: sessions with 50 streams each, dropped a little later every time, so some streams are
+  // dropped before they are logged, some while the admission gate counts them, some while answering.
+  for (let round = 0; round < 10; round++) {
+    const sessions = Array.from({ length: 5 }, () => {
+      const session = http2.connect(url)
+      session.on('error', () => {})
+      for (let i = 0; i < 50; i++) session.request({ ':path': '/health' }).on('error', () => {})
+      return session
+    })
+    await new Promise((resolve) => setTimeout(resolve, 20 + round * 10))
+    for (const session of sessions) session.destroy()
+  }
+  const health = await fetch(`${url}/health`)
+  t.equal(health.status, 200, 'still serving')
+  t.notMatch(stderr, /TypeError/, 'nothing thrown')
+  child.kill('SIGTERM')
+  t.equal(await exited, 0)
 })
 
 interface RawAnswer { status: number, headers: Record<string, string>, complete: boolean, error?: string }

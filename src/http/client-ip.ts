@@ -86,7 +86,10 @@ function addressIn (value: string | string[] | undefined): string | undefined {
 }
 
 export function clientIpOf (request: FastifyRequest, trusted: ProxyTrust, cdnHeader: string): string {
-  const peer = request.socket.remoteAddress ?? request.ip
+  // Typed as always there, yet gone once an HTTP/2 stream's session has closed (a client that left
+  // before its request was logged or counted): no address to key it by, and nothing to throw over.
+  const peer = request.socket.remoteAddress ?? (request.ip as string | undefined)
+  if (peer === undefined) return 'unknown'
   if (!trusted(peer, 0)) return clientKeyOf(peer)
   const headers = request.headers
   // `request.ip` is Fastify's X-Forwarded-For reading under the same trust: the nearest address that
