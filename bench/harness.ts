@@ -63,10 +63,13 @@ export async function startTarget (kind: 'service' | 'raw' | 'frameworks', env: 
   }))
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
-    child.stdout?.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', function listening (chunk: Buffer) {
       out += chunk.toString()
-      const match = /listening (\S+)/.exec(out)
-      if (match?.[1] !== undefined) resolve(match[1])
+      const match = /^listening (\S+)$/m.exec(out)
+      if (match?.[1] === undefined) return
+      // What the target writes from now on (its logs, BENCH_LOG_LEVEL) is read and dropped.
+      child.stdout?.off('data', listening).resume()
+      resolve(match[1])
     })
     child.on('exit', (code) => { reject(new Error(`${kind} exited with ${String(code)}`)) })
   })

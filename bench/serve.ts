@@ -36,7 +36,8 @@ if (kind === 'raw') {
   // BENCH_TIERS=real keeps SPEC's limits (bench/admission.ts spreads its load over many users instead).
   const { buildApp, loadConfig } = await importBuilt()
   const realTiers = process.env.BENCH_TIERS === 'real'
-  const app = await buildApp(loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }), realTiers ? {} : { rateLimit: { maxOverride: UNLIMITED_TIERS } })
+  // BENCH_LOG_LEVEL=info logs as `npm start` does (to this process's stdout, which the harness drains).
+  const app = await buildApp(loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent' }), realTiers ? {} : { rateLimit: { maxOverride: UNLIMITED_TIERS } })
   console.log(`listening ${await app.listen({ port: 0, host: '127.0.0.1' })}`)
   process.on('SIGTERM', () => { void app.close().then(() => process.exit(0)) })
 }

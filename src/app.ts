@@ -38,6 +38,9 @@ declare module 'fastify' {
     deps: CoreDeps
     /** The live stream of this instance: the event-log bus and its open streams. */
     live: { bus: EventLogBus, streams: StreamHub }
+    /** The instance is leaving (SIGTERM): /health answers 503 `draining` from now on, while requests
+     *  are still served until close(), which drains too. */
+    drain (): void
   }
 }
 
@@ -120,7 +123,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // While closing, answers in flight tell keep-alive clients to hang up, so close() does not wait
   // on connections that turn idle after it began.
   let closing = false
-  app.addHook('preClose', async () => { closing = true })
+  let draining = false
+  app.decorate('drain', () => { draining = true })
+  app.addHook('preClose', async () => { closing = draining = true })
   // A callback hook, not an async one: it runs on every response, and a promise each is not free.
   app.addHook('onSend', (request, reply, payload, done) => {
     // HTTP/2 has no Connection header (its session gets a GOAWAY instead).
@@ -162,7 +167,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.
   installRestErrorHandler(app)
   installNotFound(app)
-  await app.register(healthRoute(probes, deps.clock, servesRest))
+  await app.register(healthRoute(probes, deps.clock, servesRest, () => draining))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
   if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter })
   return app

@@ -51,6 +51,9 @@ export interface Config {
   readonly http: HttpTimeouts
   /** PEM certificate chain and key from TLS_CERT_FILE / TLS_KEY_FILE: HTTPS with ALPN h2 / http/1.1. */
   readonly tls: { cert: Buffer, key: Buffer } | undefined
+  /** On SIGTERM, how long the instance serves on with /health answering 503 `draining` before the
+   *  listener closes, so load balancers stop sending to it first (src/server.ts). */
+  readonly shutdownDelayMs: number
   /** Worker threads for CPU-heavy work (src/compute): layouts now, CV parsing later. */
   readonly computeThreads: number
   /** Tasks that may wait for a thread; past that a task is refused with 503 / `unavailable`. */
@@ -177,6 +180,7 @@ function httpTimeouts (env: Env): HttpTimeouts {
   return {
     headersMs,
     requestMs,
+    bodyIdleMs: integer(env, 'HTTP_BODY_IDLE_TIMEOUT_MS', 30_000, 100, 3_600_000),
     keepAliveMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     idleMs: integer(env, 'HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000)
   }
@@ -293,6 +297,7 @@ export function loadConfig (env: Env = process.env): Config {
     version: packageVersion(),
     http: httpTimeouts(env),
     tls: tlsFiles(env),
+    shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     computeThreads,
     // A few tasks per thread absorb a burst; a longer queue would only make callers wait for
     // answers they may have given up on.

@@ -1,8 +1,9 @@
-// The process: configuration → app → listen → graceful close on SIGTERM/SIGINT.
+// The process: configuration → app → listen → graceful close on SIGTERM/SIGINT (after
+// SHUTDOWN_DELAY_MS, if set, of serving on while /health says draining).
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
 
-let config
+let config: Config
 try {
   config = loadConfig()
 } catch (error) {
@@ -16,15 +17,26 @@ try {
 const app = await buildApp(config)
 await app.listen({ port: config.port, host: config.host })
 
+/** How long closing may take once the listener begins to close (the listener cuts what is still
+ *  open after 8 s, src/app.ts); a hung close must not hang the process forever. */
+const CLOSE_BOUND_MS = 10_000
+
 let closing = false
 async function shutdown (signal: string): Promise<void> {
   if (closing) return
   closing = true
-  app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight requests')
-  // A hung close must not hang the process forever.
-  const force = setTimeout(() => { app.log.error('forced exit after 10 s'); process.exit(1) }, 10_000)
+  const delayMs = config.shutdownDelayMs
+  // /health answers 503 `draining` at once; with SHUTDOWN_DELAY_MS everything else is served as
+  // before for that long, so load balancers see the health check fail and stop sending first.
+  app.drain()
+  app.log.info({ signal, delayMs }, delayMs === 0
+    ? 'shutting down: no new connections, finishing in-flight requests'
+    : `shutting down: /health answers draining; serving on for ${delayMs} ms, then no new connections`)
+  const force = setTimeout(() => { app.log.error(`forced exit ${delayMs + CLOSE_BOUND_MS} ms after ${signal}`); process.exit(1) }, delayMs + CLOSE_BOUND_MS)
   force.unref()
   try {
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+    app.log.info('closing the listener')
     await app.close()
     process.exit(0)
   } catch (error) {

@@ -21,6 +21,8 @@ t.test('defaults', async (t) => {
   t.equal(config.sseHeartbeatMs, 30000)
   t.equal(config.trustProxy, false)
   t.equal(config.databaseUrl, undefined)
+  t.equal(config.http.bodyIdleMs, 30_000)
+  t.equal(config.shutdownDelayMs, 0)
   t.ok(Object.isFrozen(config))
   t.equal(loadConfig({ DATA_DIR: dir }).jwtSecret, config.jwtSecret, 'the generated secret is kept in DATA_DIR')
   t.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8'), config.jwtSecret)
@@ -43,6 +45,8 @@ t.test('a bad value names the variable', async (t) => {
     [{ TRUST_PROXY: '999.1.1.1' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '127.0.0.1,,10.0.0.1' }, 'TRUST_PROXY'],
     [{ HTTP_REQUEST_TIMEOUT_MS: '50' }, 'HTTP_REQUEST_TIMEOUT_MS'],
+    [{ HTTP_BODY_IDLE_TIMEOUT_MS: '30s' }, 'HTTP_BODY_IDLE_TIMEOUT_MS'],
+    [{ SHUTDOWN_DELAY_MS: '-5' }, 'SHUTDOWN_DELAY_MS'],
     [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE'],
     [{ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '5s' }, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS'],
     [{ HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' }, 'HTTP_HEADERS_TIMEOUT_MS'],

@@ -28,7 +28,7 @@ async function signalApp (): Promise<{ app: FastifyInstance, url: string, waitin
   const arrivals = new Map<string, (call: Waiting) => void>()
   const app = Fastify({
     serverFactory: (handler) => createListener(handler as RequestHandler, {
-      timeouts: { headersMs: 10_000, requestMs: 120_000, keepAliveMs: 72_000, idleMs: 120_000 },
+      timeouts: { headersMs: 10_000, requestMs: 120_000, bodyIdleMs: 30_000, keepAliveMs: 72_000, idleMs: 120_000 },
       drainMs: 8_000
     }) as http.Server,
     forceCloseConnections: false,

@@ -98,7 +98,10 @@ function addressFrom (request: FastifyRequest, header: string): string | undefin
 }
 
 export function clientIpOf (request: FastifyRequest, trusted: ProxyTrust, headers: readonly string[]): string {
-  const peer = request.socket.remoteAddress ?? request.ip
+  // Typed as always there, yet gone once an HTTP/2 stream's session has closed (a client that left
+  // before its request was logged or counted): no address to key it by, and nothing to throw over.
+  const peer = request.socket.remoteAddress ?? (request.ip as string | undefined)
+  if (peer === undefined) return 'unknown'
   if (!trusted(peer, 0)) return clientKeyOf(peer)
   for (const header of headers) {
     const address = addressFrom(request, header)

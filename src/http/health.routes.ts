@@ -1,10 +1,11 @@
 // GET /health on both gateways. With the REST API exposed it answers the REST report (with storage
-// and uptime, a superset); the public RPC gateway alone answers database and cache only.
+// and uptime, a superset); the public RPC gateway alone answers database and cache only. From SIGTERM
+// on it answers 503 with status `draining`.
 import type { FastifyInstance } from 'fastify'
 import { healthReport, type HealthProbe, type HealthReport } from '../core/health.js'
 import type { Clock } from '../infra/clock.js'
 
-export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, withUptime: boolean) {
+export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, withUptime: boolean, draining: () => boolean) {
   const startedAt = Date.now()
   // Health is exempt from rate limiting, so it must stay cheap under a flood: requests that arrive
   // while a probe round is running share its result instead of starting their own.
@@ -20,6 +21,8 @@ export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, 
     // Exempt from rate limiting (SPEC tiers): load balancers and monitors poll it.
     app.get('/health', { config: { operation: 'health.check' } }, async (_request, reply) => {
       const current = await report()
+      // A leaving instance (SIGTERM) tells load balancers to stop sending to it, whatever its parts say.
+      if (draining()) return await reply.code(503).send({ ...current, status: 'draining' })
       return await reply.code(current.status === 'unhealthy' ? 503 : 200).send(current)
     })
   }

@@ -5,22 +5,27 @@
 // one clear-text port by itself, so this server accepts every connection and hands it to an inner
 // HTTP/1.1 or HTTP/2 server, which never listen themselves.
 //
-// It also owns what a connection may cost (timeouts) and how the port closes: `close()` stops
-// accepting, lets requests that already arrived be read, closes idle connections, lets busy ones
-// finish their answer (the app marks it `Connection: close`) and sends HTTP/2 sessions a GOAWAY;
-// whatever is still open after `drainMs` is cut.
+// It also owns what a connection may cost (timeouts; HTTP/2 sessions and streams get the same bounds
+// in http2-sessions.ts, HTTP/1.1 request bodies their idle timeout in body-idle.ts) and how the port
+// closes (draining-close.ts): every request already sent is answered, then whatever is still open
+// after `drainMs` is cut.
 import http from 'node:http'
 import http2 from 'node:http2'
 import net from 'node:net'
 import tls from 'node:tls'
+import { watchBodyIdle } from './body-idle.js'
+import { closeByDraining } from './draining-close.js'
+import { guardStream, MAX_CONCURRENT_STREAMS, trackSessions } from './http2-sessions.js'
 
 /** How long a client may take, each in milliseconds (README: Configuration). */
 export interface HttpTimeouts {
-  /** To send a request's headers; also how long a new connection may stay silent. */
+  /** To send a request's headers; also how long a new connection (or HTTP/2 session) may stay without a request. */
   readonly headersMs: number
-  /** To send a whole HTTP/1.1 request, body included (Node's requestTimeout): a stalled body gets 408. */
+  /** To send a whole request, body included (HTTP/1.1: Node's requestTimeout): a stalled body gets 408. */
   readonly requestMs: number
-  /** An idle keep-alive connection (or HTTP/2 session) is closed after this. */
+  /** A request body with no byte for this long, while the server waits for it, gets 408. */
+  readonly bodyIdleMs: number
+  /** An idle keep-alive connection (or HTTP/2 session with no open stream) is closed after this. */
   readonly keepAliveMs: number
   /** A connection (HTTP/2: a stream) with no traffic either way for this long is cut: a client that
    *  stops reading its answer. Event streams turn it off for themselves (they are quiet by design). */
@@ -40,31 +45,29 @@ export type RequestHandler = (request: http.IncomingMessage | http2.Http2ServerR
 const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 /** Node checks request and header timeouts this often (its default, 30 s, would blur them). */
 const TIMEOUT_CHECK_EVERY_MS = 1_000
-/** While draining, connections that turned idle since the last look are closed this often. */
-const DRAIN_SWEEP_EVERY_MS = 100
 
 export function createListener (handler: RequestHandler, options: ListenerOptions): net.Server {
   const { timeouts } = options
+  const bodies = watchBodyIdle(timeouts.bodyIdleMs)
   const http1 = http.createServer({
     headersTimeout: timeouts.headersMs,
     requestTimeout: timeouts.requestMs,
     keepAliveTimeout: timeouts.keepAliveMs,
     connectionsCheckingInterval: TIMEOUT_CHECK_EVERY_MS
-  }, handler)
+  }, (request, response) => {
+    bodies.watch(request, response)
+    handler(request, response)
+  })
   http1.setTimeout(timeouts.idleMs)
   // Node starts tracking an HTTP/1.1 server's connections (what request and header timeouts and
   // closeIdleConnections work on) when the server emits 'listening'; this one never listens itself.
   http1.emit('listening')
 
-  const http2Server = http2.createServer({}, handler)
-  http2Server.setTimeout(timeouts.idleMs)
-  const sessions = new Set<http2.ServerHttp2Session>()
-  http2Server.on('session', (session) => {
-    sessions.add(session)
-    session.once('close', () => { sessions.delete(session) })
-    // An HTTP/2 session with no frames for this long goes the way of an idle keep-alive connection.
-    session.setTimeout(timeouts.keepAliveMs, () => { session.close() })
+  const http2Server = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, (request, response) => {
+    guardStream(request, timeouts)
+    handler(request, response)
   })
+  const sessions = trackSessions(http2Server, timeouts)
 
   let server: net.Server
   if (options.tls === undefined) {
@@ -81,30 +84,11 @@ export function createListener (handler: RequestHandler, options: ListenerOption
   // Fastify listens for the HTTP/1.1 parser's errors (bad requests, timeouts) on the server it was given.
   http1.on('clientError', (error, socket) => { server.emit('clientError', error, socket) })
 
-  const stopAccepting = server.close.bind(server)
-  server.close = function close (callback?: (error?: Error) => void): net.Server {
-    stopAccepting(callback)
-    // One turn of the event loop first: a request that reached this host before the close is read
-    // and becomes busy, so it is answered instead of being cut as an idle connection.
-    setImmediate(() => {
-      http1.closeIdleConnections()
-      for (const session of sessions) session.close()
-    })
-    const sweep = setInterval(() => { http1.closeIdleConnections() }, DRAIN_SWEEP_EVERY_MS)
-    const deadline = setTimeout(() => {
-      http1.closeAllConnections()
-      for (const session of sessions) session.destroy()
-    }, options.drainMs)
-    sweep.unref()
-    deadline.unref()
-    server.once('close', () => {
-      clearInterval(sweep)
-      clearTimeout(deadline)
-      // Stops the inner server's timeout checks; it was never listening, which its callback reports.
-      http1.close(ignore)
-    })
-    return server
-  }
+  closeByDraining(server, { http1, sessions }, options.drainMs, () => {
+    bodies.stop()
+    // Stops the inner server's timeout checks; it was never listening, which its callback reports.
+    http1.close(ignore)
+  })
   return server
 }
 

@@ -12,6 +12,7 @@ import { codeToHttpStatus, errorToJson, errorToJsonBytes } from '@connectrpc/con
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { AppError, PayloadTooLargeError, type ErrorKind } from '../core/errors.js'
 import { BadRequestSchema } from '../gen/google/rpc/error_details_pb.js'
+import { isGrpcCall, sendGrpcRefusal } from './grpc-refusal.js'
 
 /** What the gateway refuses by itself, before or beside any operation. */
 export type RpcRefusal =
@@ -89,21 +90,28 @@ export function connectErrorReply (error: ConnectError, jsonOptions?: Partial<Js
  *  procedure is 404 `unimplemented` (what a Connect client makes of a 404), a content type with no
  *  parser (415) or a body past the limit (413) keeps its status with the code of its refusal. */
 export function installRpcErrorReplies (app: FastifyInstance): void {
+  // A gRPC or gRPC-Web call takes the code in its own trailers-only reply (HTTP 200): a strict gRPC
+  // client reads a 404 as UNIMPLEMENTED without the message, and a JSON body as a broken stream.
   app.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0] ?? ''
-    return await reply.code(404).send(refusalJson('no_procedure', `No procedure ${request.method} ${path}`))
+    const message = `No procedure ${request.method} ${path}`
+    if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, rpcRefusal('no_procedure', message))
+    return await reply.code(404).send(refusalJson('no_procedure', message))
   })
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500
+    let refusal: RpcRefusal = 'internal'
+    let message = 'Internal error'
     if (status >= 400 && status < 500) {
-      const refusal = REFUSAL_OF_STATUS.get(status) ?? 'bad_request'
-      const message = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+      refusal = REFUSAL_OF_STATUS.get(status) ?? 'bad_request'
+      message = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
         ? `Content-Type ${request.headers['content-type'] ?? '(none)'} is not served here: use application/json or application/proto (or gRPC, gRPC-Web).`
         : error.message
-      return await reply.code(status).send(refusalJson(refusal, message))
+    } else {
+      request.log.error({ err: error }, 'unhandled error')
     }
-    request.log.error({ err: error }, 'unhandled error')
-    return await reply.code(500).send(refusalJson('internal', 'Internal error'))
+    if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, rpcRefusal(refusal, message))
+    return await reply.code(refusal === 'internal' ? 500 : status).send(refusalJson(refusal, message))
   })
 }
 

@@ -1,16 +1,14 @@
 // Every RPC call passes the one gate (src/http/admission.ts) before its body is read: the Bearer token
 // names the caller, the method's path names its operation, and a refusal is answered in the call's
 // own protocol, since no Connect handler has run yet: gRPC and gRPC-Web as a trailers-only reply
-// (grpc-status and grpc-message in the headers, no body), the Connect protocol as its error JSON
-// with the HTTP status of the code.
+// (grpc-refusal.ts), the Connect protocol as its error JSON with the HTTP status of the code.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { bearerTokenOf, installAdmission } from '../http/admission.js'
 import type { AppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { connectErrorReply, toConnectError } from './errors.js'
-
-const GRPC = /^application\/grpc(-web)?([+;]|$)/i
+import { isGrpcCall, sendGrpcRefusal } from './grpc-refusal.js'
 
 /** `/rpc/app.rooms.v1.RoomsService/GetRoom` → `rooms.getRoom` (src/core/operations.ts). */
 export function operationOfPath (path: string): string | undefined {
@@ -22,15 +20,8 @@ export function operationOfPath (path: string): string | undefined {
 
 async function refuse (request: FastifyRequest, reply: FastifyReply, refusal: AppError): Promise<FastifyReply> {
   const error = toConnectError(refusal, () => {})
+  if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, error)
   error.metadata.forEach((value, name) => { void reply.header(name, value) })
-  const contentType = request.headers['content-type'] ?? ''
-  if (GRPC.test(contentType)) {
-    return await reply.code(200)
-      .header('content-type', contentType)
-      .header('grpc-status', String(error.code))
-      .header('grpc-message', encodeURIComponent(error.rawMessage))
-      .send()
-  }
   const { status, body } = connectErrorReply(error)
   return await reply.code(status).type('application/json').send(Buffer.from(body))
 }
