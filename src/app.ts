@@ -30,6 +30,7 @@ import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { redactUrl } from './infra/redact.js'
+import { createJwksCache, DEFAULT_JWKS_TIMING, type JwksTiming } from './infra/jwks-cache.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
 
 declare module 'fastify' {
@@ -59,6 +60,8 @@ export interface BuildOptions {
   onRoute?: (route: RouteOptions) => void
   /** Where log lines go instead of standard output (tests read them). */
   logStream?: { write: (line: string) => void }
+  /** Tests only: shorter JWKS timeouts and refetch cooldowns than the production defaults. */
+  jwksTiming?: Partial<JwksTiming>
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -110,7 +113,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
   const compute = createCompute(config, app.log)
   app.addHook('onClose', async () => { await compute.close() })
-  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute, storage }
+  // The admin provider's keys, fetched on first use and kept through its outages (src/infra/jwks-cache.ts).
+  const adminKeys = config.oidc === undefined ? undefined : createJwksCache(config.oidc, app.log, { ...DEFAULT_JWKS_TIMING, ...options.jwksTiming })
+  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute, storage, adminKeys }
   const core = createCore(deps)
   // The core's audience rule, on the live read connections: a busy write pool never delays delivery.
   const streams = live.streams(createAudience({ db: live.readDb }))

@@ -1,4 +1,5 @@
 // The business core: every operation both transports call.
+import { createAdmin } from './admin/admin.js'
 import { createAudience } from './audience.js'
 import { createAuth } from './auth/auth.js'
 import { createCanvas } from './canvas/canvas.js'
@@ -37,7 +38,8 @@ export function createCore (deps: CoreDeps) {
     cursors: createCursors(deps.cursorFeed, createAudience(deps)),
     uploads: createUploads(deps),
     shelves: createShelves(deps),
-    passports: createPassports(deps)
+    passports: createPassports(deps),
+    admin: createAdmin(deps)
   }
 }
 

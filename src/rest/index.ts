@@ -3,6 +3,7 @@ import cors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import type { Core } from '../core/index.js'
+import { adminRoutes } from './admin.routes.js'
 import { authRoutes } from './auth.routes.js'
 import { canvasRoutes } from './canvas.routes.js'
 import { cursorRoutes } from './cursor.routes.js'
@@ -35,7 +36,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
     origin: config.corsOrigin,
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
     exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id'],
     maxAge: 7200
   })
@@ -54,6 +55,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(passportRoutes(core), { prefix: '/passport' })
   await app.register(cvRoutes(core), { prefix: '/cv' })
   await app.register(syncRoutes(live), { prefix: '/sync' })
+  await app.register(adminRoutes(core), { prefix: '/admin' })
   // /uploads and /attachments, in a scope of their own that reads multipart bodies only.
   await app.register(uploadRoutes(core))
 }

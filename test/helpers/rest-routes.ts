@@ -63,5 +63,11 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'PATCH', url: '/api/passport/experience/:experienceId' },
   { method: 'DELETE', url: '/api/passport/experience/:experienceId' },
   { method: 'POST', url: '/api/passport/import' },
-  { method: 'POST', url: '/api/cv/parse' }
+  { method: 'POST', url: '/api/cv/parse' },
+  { method: 'GET', url: '/api/admin/users' },
+  { method: 'GET', url: '/api/admin/users/:userId' },
+  { method: 'GET', url: '/api/admin/rooms' },
+  { method: 'GET', url: '/api/admin/rooms/:roomId' },
+  { method: 'DELETE', url: '/api/admin/rooms/:roomId' },
+  { method: 'GET', url: '/api/admin/audit' }
 ]
