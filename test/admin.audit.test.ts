@@ -15,7 +15,7 @@ const logs = recordLogs()
 const s = await startApp({ OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: provider.audience, LOG_LEVEL: 'info' }, { logStream: logs.stream })
 t.teardown(s.close)
 
-const run = Date.now().toString(36)
+const run = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
 const rootSub = `root-${run}`
 const root = await provider.sign({ sub: rootSub, email: 'root@example.test', roles: ['super_admin'] })
 const reader = await provider.sign({ sub: `reader-${run}`, roles: ['admin'] })
@@ -53,8 +53,9 @@ t.test('admins list and read users and rooms, private ones included, with filter
   t.equal(await auditCount(), 0, 'reads are not audited')
 })
 
+/** This file's rows (its actors' subs carry the run): on a shared Postgres other tests write rows too. */
 async function auditCount (): Promise<number> {
-  const row = await s.app.deps.db.selectFrom('admin_audit_log').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+  const row = await s.app.deps.db.selectFrom('admin_audit_log').where('actor_sub', 'like', `%-${run}`).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)
 }
 
@@ -99,7 +100,7 @@ t.test('the audit log: newest first, filtered by actor, action and target, paged
   const second = (await admin(root, 'GET', `/api/admin/audit?actor=${rootSub}&limit=1&page=2`)).json()
   t.same(second.data.map((r: { targetId: string }) => r.targetId), [privateRoom.id])
   t.match(second.pagination, { page: 2, limit: 1, total: 2, totalPages: 2 })
-  t.same((await admin(root, 'GET', '/api/admin/audit?action=admin.listAudit')).json().data.map((r: { outcome: string }) => r.outcome), ['denied'])
+  t.same((await admin(root, 'GET', `/api/admin/audit?action=admin.listAudit&actor=nobody-${run}`)).json().data.map((r: { outcome: string }) => r.outcome), ['denied'])
   t.equal((await admin(root, 'GET', `/api/admin/audit?actor=${rootSub}&action=admin.listAudit`)).json().pagination.total, 0)
 })
 
@@ -116,5 +117,5 @@ t.test('the database refuses UPDATE, DELETE and TRUNCATE on the audit log', asyn
     await t.rejects(statement.execute(db), /append-only/, statement.compile(db).sql)
   }
   t.equal(await auditCount(), before, 'every row is still there')
-  t.same((await admin(root, 'GET', '/api/admin/audit?action=admin.listAudit')).json().data.map((r: { outcome: string }) => r.outcome), ['denied'], 'unchanged')
+  t.same((await admin(root, 'GET', `/api/admin/audit?action=admin.listAudit&actor=nobody-${run}`)).json().data.map((r: { outcome: string }) => r.outcome), ['denied'], 'unchanged')
 })
