@@ -11,6 +11,7 @@ import * as rtcUidClaims from './2026-11-26T12-00-00_rtc_uid_claims.js'
 import * as usersSearchKey from './2026-11-26T12-10-00_users_search_key.js'
 import * as shelvesPassport from './2026-11-26T12-20-00_shelves_passport.js'
 import * as sparksFillfactor from './2026-11-27T12-00-00_sparks_fillfactor.js'
+import * as trustAndSafety from './2026-11-28T02-00-00_trust_and_safety.js'
 import * as adminAuditLog from './2026-11-28T05-00-00_admin_audit_log.js'
 
 export const migrations: Record<string, Migration> = {
@@ -25,5 +26,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-26T12-10-00_users_search_key': usersSearchKey,
   '2026-11-26T12-20-00_shelves_passport': shelvesPassport,
   '2026-11-27T12-00-00_sparks_fillfactor': sparksFillfactor,
+  '2026-11-28T02-00-00_trust_and_safety': trustAndSafety,
   '2026-11-28T05-00-00_admin_audit_log': adminAuditLog
 }

@@ -4,14 +4,17 @@ export interface Actor {
   readonly sessionId: string
   /** When the presented credential stops being valid (JWT expiry or session expiry, whichever is first). */
   readonly expiresAt?: Date
+  /** The account is suspended (DECISIONS §11): the gate lets only SUSPENDED_MAY_CALL operations through. */
+  readonly suspended?: boolean
 }
 
-/** An administrator, known by a verified access token of the OIDC provider (DECISIONS §12), never by a session. */
+/**
+ * An administrator, as the admin API (DECISIONS §12) verified them from the identity provider's
+ * token: admin-facing core operations (src/core/moderation/) take one, and record `sub` as who acted.
+ */
 export interface AdminActor {
-  /** The token's `sub`: what the audit log names and rate limits count under. */
   readonly sub: string
-  readonly email: string
+  readonly email: string | null
   readonly role: 'admin' | 'super_admin'
-  /** The request's id (X-Request-Id), carried into the audit rows it writes. */
   readonly requestId: string
 }

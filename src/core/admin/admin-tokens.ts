@@ -21,7 +21,7 @@ export const CLOCK_TOLERANCE_SECONDS = 30
 /** Who a verified token names, and the strongest admin role it carries (null: none). */
 export interface AdminPrincipal {
   sub: string
-  email: string
+  email: string | null
   role: AdminRole | null
 }
 
@@ -73,7 +73,7 @@ export function createAdminTokens (oidc: OidcConfig, keys: JwksCache, log: Logge
       }
       const sub = payload.sub
       if (typeof sub !== 'string' || sub === '' || sub.length > 255) throw new AppError('unauthenticated', REFUSED)
-      const email = typeof payload.email === 'string' ? payload.email.slice(0, 320) : ''
+      const email = typeof payload.email === 'string' ? payload.email.slice(0, 320) : null
       return { sub, email, role: adminRoleOf(claimAt(payload, oidc.rolesClaim)) }
     }
   }

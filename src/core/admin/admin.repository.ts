@@ -25,7 +25,7 @@ export async function listUsers (db: Db, filters: UserFilters, window: PageWindo
   }
   const { total } = await base.select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()
   const rows = await base
-    .select(['id', 'email', 'display_name', 'avatar_url', 'created_at', 'updated_at'])
+    .select(['id', 'email', 'display_name', 'avatar_url', 'created_at', 'updated_at', 'suspended_at'])
     .select((eb) => eb.selectFrom('rooms').whereRef('rooms.created_by', '=', 'users.id').select(sql<number>`count(*)::int`.as('n')).as('room_count'))
     .orderBy('created_at', 'desc').orderBy('id', 'desc')
     .limit(window.limit).offset(window.offset)
@@ -35,7 +35,7 @@ export async function listUsers (db: Db, filters: UserFilters, window: PageWindo
 
 export async function findUser (db: Db, id: string): Promise<AdminUserRow | undefined> {
   const row = await db.selectFrom('users')
-    .select(['id', 'email', 'display_name', 'avatar_url', 'created_at', 'updated_at'])
+    .select(['id', 'email', 'display_name', 'avatar_url', 'created_at', 'updated_at', 'suspended_at'])
     .select((eb) => eb.selectFrom('rooms').whereRef('rooms.created_by', '=', 'users.id').select(sql<number>`count(*)::int`.as('n')).as('room_count'))
     .where('id', '=', id)
     .executeTakeFirst()

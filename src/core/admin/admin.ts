@@ -40,11 +40,11 @@ function targetOfParams (params: unknown): AuditTarget | null {
 }
 
 function toAdminUser (row: repo.AdminUserRow): AdminUser {
-  return { ...toUser(row), roomCount: row.room_count }
+  return { ...toUser(row), suspendedAt: row.suspended_at?.toISOString() ?? null, roomCount: row.room_count }
 }
 
 function toAdminRoom (row: repo.AdminRoomRow): AdminRoom {
-  return { ...toRoom(row), memberCount: row.member_count, sparkCount: row.spark_count }
+  return { ...toRoom(row), hiddenAt: row.hidden_at?.toISOString() ?? null, memberCount: row.member_count, sparkCount: row.spark_count }
 }
 
 export function createAdmin (deps: CoreDeps) {

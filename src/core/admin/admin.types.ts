@@ -47,6 +47,8 @@ export const AdminUserSchema = Type.Object({
   displayName: Type.String(),
   avatarUrl: Type.String(),
   createdAt: Type.String(),
+  /** Set while the account is suspended (DECISIONS §11). */
+  suspendedAt: Type.Union([Type.String(), Type.Null()]),
   roomCount: Type.Integer()
 })
 export type AdminUser = Static<typeof AdminUserSchema>
@@ -60,6 +62,8 @@ export const AdminRoomSchema = Type.Object({
   createdBy: Type.String(),
   createdAt: Type.String(),
   updatedAt: Type.String(),
+  /** Set while a moderator's `hide` stands (DECISIONS §11). */
+  hiddenAt: Type.Union([Type.String(), Type.Null()]),
   memberCount: Type.Integer(),
   sparkCount: Type.Integer()
 })

@@ -12,7 +12,7 @@ import { toAuditEntry, type AuditEntry } from './admin.types.js'
 /** Who acted, as the audit row names them: the token's identity and the request it came in. */
 export interface AuditActor {
   readonly sub: string
-  readonly email: string
+  readonly email: string | null
   readonly requestId: string
   /** The client's address by the one rule (src/http/client-ip.ts). */
   readonly clientIp: string
@@ -40,7 +40,7 @@ async function insert (trx: Transaction['trx'], deps: AuditDeps, actor: AuditAct
     id: newId('audit'),
     at: deps.clock.now(),
     actorSub: actor.sub,
-    actorEmail: actor.email === '' ? null : actor.email,
+    actorEmail: actor.email,
     action: record.action,
     targetType: record.target?.type ?? null,
     targetId: record.target?.id ?? null,

@@ -141,7 +141,7 @@ export function createCanvas (deps: CoreDeps) {
       return await inTransaction(deps, async ({ trx, publish }) => {
         await loadVisibleRoom(trx, actor, roomId)
         await joinRoom(trx, roomId, actor.userId, clock.now())
-        const issues = layoutIssues(await repo.tilePositions(trx, roomId))
+        const issues = layoutIssues(await repo.tilePositions(trx, roomId, null))
         const result = { roomId, valid: issues.length === 0, issues }
         publish('layout:validated', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
         return result
@@ -153,7 +153,7 @@ export function createCanvas (deps: CoreDeps) {
       const { roomId } = parseInput(CanvasStateQuery, input)
       await loadVisibleRoom(db, actor, roomId)
       await joinRoom(db, roomId, actor.userId, clock.now())
-      const tiles = (await repo.tilePositions(db, roomId)).sort(byTileId)
+      const tiles = (await repo.tilePositions(db, roomId, actor.userId)).sort(byTileId)
       return { roomId, gridSize: GRID_SIZE, tileWidth: TILE_WIDTH, tileHeight: TILE_HEIGHT, tiles }
     }
   }
