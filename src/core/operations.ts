@@ -164,6 +164,18 @@ export const OPERATIONS = {
   'admin.listRooms': adminIn('read'),
   'admin.getRoom': adminIn('read'),
   'admin.deleteRoom': superAdminIn('write'),
+  'admin.listReports': adminIn('read'),
+  'admin.getReport': adminIn('read'),
+  'admin.resolveReport': adminIn('write'),
+  'admin.listAppeals': adminIn('read'),
+  'admin.decideAppeal': adminIn('write'),
+  /** Lifting a suspension without an appeal (DECISIONS §12). */
+  'admin.unsuspendUser': superAdminIn('write'),
+  'admin.createMotd': adminIn('write'),
+  'admin.updateMotd': adminIn('write'),
+  'admin.createWidget': adminIn('write'),
+  'admin.updateWidget': adminIn('write'),
+  'admin.deleteWidget': adminIn('write'),
   'admin.listAudit': adminIn('read')
 } as const satisfies Record<string, OperationPolicy>
 

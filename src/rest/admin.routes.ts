@@ -3,6 +3,7 @@
 // role before any of these runs; each route is one core call, which audits what it does.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
 import type { Core } from '../core/index.js'
 import type { AdminRequest } from '../core/admin/audit.js'
 import {
@@ -10,10 +11,19 @@ import {
   AuditEntrySchema, AuditQuery
 } from '../core/admin/admin.types.js'
 import { AppError } from '../core/errors.js'
+import {
+  AdminAppealSchema, AdminAppealsQuery, AdminReportSchema, AppealDecisionSchema, AppealIdParams, MotdIdParams, MotdSchema,
+  ReportIdParams, ResolutionSchema, UnsuspensionSchema, WidgetIdParams, WidgetSchema
+} from '../core/admin/moderation.schemas.js'
+import {
+  AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, LiftSuspensionInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput
+} from '../core/safety/safety.types.js'
 import { dataEnvelope, ErrorEnvelope, GATE_ERRORS, INPUT_ERRORS, listEnvelope, NoContent } from './response-schemas.js'
 
 const tags = ['admin']
 const LIST_ERRORS = { 400: ErrorEnvelope, ...GATE_ERRORS }
+/** An action on a resource in a state that forbids it (a report already resolved, an appeal decided). */
+const ACTION_ERRORS = { ...INPUT_ERRORS, 409: ErrorEnvelope }
 
 /** The admin the gate admitted (it refuses every request without one). */
 export function adminOf (request: FastifyRequest): AdminRequest {
@@ -56,6 +66,71 @@ export function adminRoutes (core: Core) {
       config: { operation: 'admin.deleteRoom' }
     }, async (request, reply) => {
       await core.admin.deleteRoom(adminOf(request), request.params)
+      return await reply.code(204).send(null)
+    })
+
+    r.get('/reports', {
+      schema: { summary: 'List reports, newest first, by status (admin)', tags, querystring: AdminReportsQuery, response: { 200: listEnvelope(AdminReportSchema), ...LIST_ERRORS } },
+      config: { operation: 'admin.listReports' }
+    }, async (request) => {
+      const { items, pagination } = await core.admin.listReports(adminOf(request), request.query)
+      return { data: items, pagination }
+    })
+
+    r.get('/reports/:reportId', {
+      schema: { summary: 'Get a report with its reporter and labels (admin)', tags, params: ReportIdParams, response: { 200: dataEnvelope(AdminReportSchema), ...INPUT_ERRORS } },
+      config: { operation: 'admin.getReport' }
+    }, async (request) => ({ data: await core.admin.getReport(adminOf(request), request.params) }))
+
+    r.post('/reports/:reportId/resolve', {
+      schema: { summary: 'Resolve a report: dismiss, hide, suspend or warn (admin)', tags, params: ReportIdParams, body: ResolveReportInput, response: { 200: dataEnvelope(ResolutionSchema), ...ACTION_ERRORS } },
+      config: { operation: 'admin.resolveReport' }
+    }, async (request) => ({ data: await core.admin.resolveReport(adminOf(request), request.params, request.body) }))
+
+    r.get('/appeals', {
+      schema: { summary: 'List appeals, newest first, by status (admin)', tags, querystring: AdminAppealsQuery, response: { 200: listEnvelope(AdminAppealSchema), ...LIST_ERRORS } },
+      config: { operation: 'admin.listAppeals' }
+    }, async (request) => {
+      const { items, pagination } = await core.admin.listAppeals(adminOf(request), request.query)
+      return { data: items, pagination }
+    })
+
+    r.post('/appeals/:appealId/decide', {
+      schema: { summary: 'Decide an appeal: upheld, or overturned (reverses the action) (admin)', tags, params: AppealIdParams, body: DecideAppealInput, response: { 200: dataEnvelope(AppealDecisionSchema), ...ACTION_ERRORS } },
+      config: { operation: 'admin.decideAppeal' }
+    }, async (request) => ({ data: await core.admin.decideAppeal(adminOf(request), request.params, request.body) }))
+
+    // The body is optional (`{ note? }`): checked by the core, so a bare POST works.
+    r.post('/users/:userId/unsuspend', {
+      schema: { summary: 'Lift a suspension without an appeal (super_admin)', tags, params: AdminUserIdParams, body: Type.Optional(LiftSuspensionInput), response: { 200: dataEnvelope(UnsuspensionSchema), ...ACTION_ERRORS } },
+      config: { operation: 'admin.unsuspendUser' }
+    }, async (request) => ({ data: await core.admin.unsuspendUser(adminOf(request), request.params, request.body ?? {}) }))
+
+    r.post('/motd', {
+      schema: { summary: 'Publish a message of the day (admin)', tags, body: CreateMotdInput, response: { 201: dataEnvelope(MotdSchema), ...INPUT_ERRORS } },
+      config: { operation: 'admin.createMotd' }
+    }, async (request, reply) => await reply.code(201).send({ data: await core.admin.createMotd(adminOf(request), request.body) }))
+
+    r.patch('/motd/:motdId', {
+      schema: { summary: 'Change a message of the day; end it by setting endsAt to now (admin)', tags, params: MotdIdParams, body: UpdateMotdInput, response: { 200: dataEnvelope(MotdSchema), ...INPUT_ERRORS } },
+      config: { operation: 'admin.updateMotd' }
+    }, async (request) => ({ data: await core.admin.updateMotd(adminOf(request), request.params, request.body) }))
+
+    r.post('/widgets', {
+      schema: { summary: 'Add a widget to the catalogue (admin)', tags, body: CreateWidgetInput, response: { 201: dataEnvelope(WidgetSchema), ...INPUT_ERRORS } },
+      config: { operation: 'admin.createWidget' }
+    }, async (request, reply) => await reply.code(201).send({ data: await core.admin.createWidget(adminOf(request), request.body) }))
+
+    r.patch('/widgets/:widgetId', {
+      schema: { summary: 'Change a catalogue widget (admin)', tags, params: WidgetIdParams, body: UpdateWidgetInput, response: { 200: dataEnvelope(WidgetSchema), ...INPUT_ERRORS } },
+      config: { operation: 'admin.updateWidget' }
+    }, async (request) => ({ data: await core.admin.updateWidget(adminOf(request), request.params, request.body) }))
+
+    r.delete('/widgets/:widgetId', {
+      schema: { summary: 'Remove a widget and its installations (admin)', tags, params: WidgetIdParams, response: { 204: NoContent, ...INPUT_ERRORS } },
+      config: { operation: 'admin.deleteWidget' }
+    }, async (request, reply) => {
+      await core.admin.deleteWidget(adminOf(request), request.params)
       return await reply.code(204).send(null)
     })
 

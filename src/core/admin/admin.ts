@@ -18,6 +18,9 @@ import {
 } from './admin.types.js'
 import { auditDenied, audited, type AdminRequest, type AuditTarget } from './audit.js'
 import { listAuditRows } from './audit.repository.js'
+import * as moderation from '../moderation/moderation.js'
+import type { AdminReport, Appeal, ModerationAction, Motd, Widget } from '../safety/safety.types.js'
+import { AdminAppealsQuery, AppealIdParams, MotdIdParams, ReportIdParams, WidgetIdParams } from './moderation.schemas.js'
 
 /** What the gate knows of the request when it decides whether an admin may run it. */
 export interface AdminAttempt {
@@ -114,6 +117,71 @@ export function createAdmin (deps: CoreDeps) {
         await removeRoom(tx, roomId, undefined)
         return room
       }, (room) => ({ target: { type: 'room', id: room.id }, details: { name: room.name, createdBy: room.created_by, isPublic: room.is_public } }))
+    },
+
+    async listReports (_admin: AdminRequest, input: unknown): Promise<Page<AdminReport>> {
+      return await moderation.listReports(db, input)
+    },
+
+    async getReport (_admin: AdminRequest, input: unknown): Promise<AdminReport> {
+      const { reportId } = parseInput(ReportIdParams, input)
+      return await moderation.getReport(db, reportId)
+    },
+
+    async listAppeals (_admin: AdminRequest, input: unknown): Promise<Page<Appeal & { userId: string }>> {
+      return await moderation.listAppeals(db, parseInput(AdminAppealsQuery, input))
+    },
+
+    // Each action below runs the moderation core inside `audited`, so its audit row commits with it.
+    // The moderation core validates the body before it changes anything; what the row records of it
+    // (`details.input`) has therefore passed validation.
+
+    /** `dismiss` makes no action; `hide`, `suspend` and `warn` make one whose id appeals name. */
+    async resolveReport (admin: AdminRequest, params: unknown, input: unknown): Promise<{ report: AdminReport, action: ModerationAction | null }> {
+      const { reportId } = parseInput(ReportIdParams, params)
+      return await audited(deps, admin, 'admin.resolveReport', async (tx) => await moderation.resolveReport(tx, deps, admin, reportId, input),
+        ({ report, action }) => ({ target: { type: 'report', id: reportId }, details: { input, actionId: action?.id ?? null, reported: { type: report.targetType, id: report.targetId } } }))
+    },
+
+    async decideAppeal (admin: AdminRequest, params: unknown, input: unknown): Promise<{ appeal: Appeal, action: ModerationAction }> {
+      const { appealId } = parseInput(AppealIdParams, params)
+      return await audited(deps, admin, 'admin.decideAppeal', async (tx) => await moderation.decideAppeal(tx, deps, admin, appealId, input),
+        ({ action }) => ({ target: { type: 'appeal', id: appealId }, details: { input, actionId: action.id } }))
+    },
+
+    /** super_admin: lifts every standing suspension of the user without an appeal. */
+    async unsuspendUser (admin: AdminRequest, params: unknown, input: unknown): Promise<{ userId: string, reversedActions: ModerationAction[] }> {
+      const { userId } = parseInput(AdminUserIdParams, params)
+      return await audited(deps, admin, 'admin.unsuspendUser', async (tx) => await moderation.liftSuspension(tx, deps, admin, userId, input),
+        ({ reversedActions }) => ({ target: { type: 'user', id: userId }, details: { input, reversedActionIds: reversedActions.map((a) => a.id) } }))
+    },
+
+    async createMotd (admin: AdminRequest, input: unknown): Promise<Motd> {
+      return await audited(deps, admin, 'admin.createMotd', async (tx) => await moderation.createMotd(tx, deps, admin, input),
+        (motd) => ({ target: { type: 'motd', id: motd.id }, details: { input } }))
+    },
+
+    async updateMotd (admin: AdminRequest, params: unknown, input: unknown): Promise<Motd> {
+      const { motdId } = parseInput(MotdIdParams, params)
+      return await audited(deps, admin, 'admin.updateMotd', async (tx) => await moderation.updateMotd(tx, deps, admin, motdId, input),
+        () => ({ target: { type: 'motd', id: motdId }, details: { input } }))
+    },
+
+    async createWidget (admin: AdminRequest, input: unknown): Promise<Widget> {
+      return await audited(deps, admin, 'admin.createWidget', async (tx) => await moderation.createWidget(tx, deps, admin, input),
+        (widget) => ({ target: { type: 'widget', id: widget.id }, details: { input } }))
+    },
+
+    async updateWidget (admin: AdminRequest, params: unknown, input: unknown): Promise<Widget> {
+      const { widgetId } = parseInput(WidgetIdParams, params)
+      return await audited(deps, admin, 'admin.updateWidget', async (tx) => await moderation.updateWidget(tx, deps, admin, widgetId, input),
+        () => ({ target: { type: 'widget', id: widgetId }, details: { input } }))
+    },
+
+    async deleteWidget (admin: AdminRequest, params: unknown): Promise<void> {
+      const { widgetId } = parseInput(WidgetIdParams, params)
+      await audited(deps, admin, 'admin.deleteWidget', async (tx) => { await moderation.deleteWidget(tx, deps, admin, widgetId) },
+        () => ({ target: { type: 'widget', id: widgetId } }))
     },
 
     /** The audit log, newest first; `actor` is a token's `sub`. */
