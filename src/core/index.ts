@@ -13,6 +13,8 @@ import { createSparks } from './sparks/sparks.js'
 import { createUsers } from './users/users.js'
 import { createRtc } from './rtc/rtc.js'
 import { createUploads } from './uploads/uploads.js'
+import { createMessages } from './safety/messages.js'
+import { createSafety } from './safety/safety.js'
 import { findUpload } from './uploads/uploads.repository.js'
 import { uploadIdOfUrl } from './uploads/uploads.types.js'
 
@@ -37,7 +39,9 @@ export function createCore (deps: CoreDeps) {
     cursors: createCursors(deps.cursorFeed, createAudience(deps)),
     uploads: createUploads(deps),
     shelves: createShelves(deps),
-    passports: createPassports(deps)
+    passports: createPassports(deps),
+    safety: createSafety(deps),
+    messages: createMessages(deps)
   }
 }
 
