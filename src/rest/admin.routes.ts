@@ -7,23 +7,19 @@ import { Type } from 'typebox'
 import type { Core } from '../core/index.js'
 import type { AdminRequest } from '../core/admin/audit.js'
 import {
-  AdminListRoomsQuery, AdminListUsersQuery, AdminRoomIdParams, AdminRoomSchema, AdminUserIdParams, AdminUserSchema,
-  AuditEntrySchema, AuditQuery
+  AdminAppealsQuery, AdminListRoomsQuery, AdminListUsersQuery, AdminRoomIdParams, AdminRoomSchema, AdminUserIdParams, AdminUserSchema,
+  AppealIdParams, AuditEntrySchema, AuditQuery, MotdIdParams, ReportIdParams, WidgetIdParams
 } from '../core/admin/admin.types.js'
 import { AppError } from '../core/errors.js'
-import {
-  AdminAppealSchema, AdminAppealsQuery, AdminReportSchema, AppealDecisionSchema, AppealIdParams, MotdIdParams, MotdSchema,
-  ReportIdParams, ResolutionSchema, UnsuspensionSchema, WidgetIdParams, WidgetSchema
-} from '../core/admin/moderation.schemas.js'
+import { AdminAppealSchema, AdminReportSchema, AppealDecisionSchema, ResolutionSchema, UnsuspensionSchema } from './admin.schemas.js'
+import { dataOf, ERRORS, ErrorBody, MotdSchema, NoContent, pageOf, WidgetSchema } from './safety.schemas.js'
 import {
   AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, LiftSuspensionInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput
 } from '../core/safety/safety.types.js'
-import { dataEnvelope, ErrorEnvelope, GATE_ERRORS, INPUT_ERRORS, listEnvelope, NoContent } from './response-schemas.js'
 
 const tags = ['admin']
-const LIST_ERRORS = { 400: ErrorEnvelope, ...GATE_ERRORS }
-/** An action on a resource in a state that forbids it (a report already resolved, an appeal decided). */
-const ACTION_ERRORS = { ...INPUT_ERRORS, 409: ErrorEnvelope }
+/** The refusals of the gate (401, 403, 429, 503) and of validation (400). */
+const LIST_ERRORS = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody, 503: ErrorBody }
 
 /** The admin the gate admitted (it refuses every request without one). */
 export function adminOf (request: FastifyRequest): AdminRequest {
@@ -36,7 +32,7 @@ export function adminRoutes (core: Core) {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
     r.get('/users', {
-      schema: { summary: 'List users (admin)', tags, querystring: AdminListUsersQuery, response: { 200: listEnvelope(AdminUserSchema), ...LIST_ERRORS } },
+      schema: { summary: 'List users (admin)', tags, querystring: AdminListUsersQuery, response: { 200: pageOf(AdminUserSchema), ...LIST_ERRORS } },
       config: { operation: 'admin.listUsers' }
     }, async (request) => {
       const { items, pagination } = await core.admin.listUsers(adminOf(request), request.query)
@@ -44,12 +40,12 @@ export function adminRoutes (core: Core) {
     })
 
     r.get('/users/:userId', {
-      schema: { summary: 'Get a user (admin)', tags, params: AdminUserIdParams, response: { 200: dataEnvelope(AdminUserSchema), ...INPUT_ERRORS } },
+      schema: { summary: 'Get a user (admin)', tags, params: AdminUserIdParams, response: { 200: dataOf(AdminUserSchema), ...ERRORS } },
       config: { operation: 'admin.getUser' }
     }, async (request) => ({ data: await core.admin.getUser(adminOf(request), request.params) }))
 
     r.get('/rooms', {
-      schema: { summary: 'List rooms, private ones included (admin)', tags, querystring: AdminListRoomsQuery, response: { 200: listEnvelope(AdminRoomSchema), ...LIST_ERRORS } },
+      schema: { summary: 'List rooms, private ones included (admin)', tags, querystring: AdminListRoomsQuery, response: { 200: pageOf(AdminRoomSchema), ...LIST_ERRORS } },
       config: { operation: 'admin.listRooms' }
     }, async (request) => {
       const { items, pagination } = await core.admin.listRooms(adminOf(request), request.query)
@@ -57,12 +53,12 @@ export function adminRoutes (core: Core) {
     })
 
     r.get('/rooms/:roomId', {
-      schema: { summary: 'Get a room (admin)', tags, params: AdminRoomIdParams, response: { 200: dataEnvelope(AdminRoomSchema), ...INPUT_ERRORS } },
+      schema: { summary: 'Get a room (admin)', tags, params: AdminRoomIdParams, response: { 200: dataOf(AdminRoomSchema), ...ERRORS } },
       config: { operation: 'admin.getRoom' }
     }, async (request) => ({ data: await core.admin.getRoom(adminOf(request), request.params) }))
 
     r.delete('/rooms/:roomId', {
-      schema: { summary: 'Delete any room (super_admin)', tags, params: AdminRoomIdParams, response: { 204: NoContent, ...INPUT_ERRORS } },
+      schema: { summary: 'Delete any room (super_admin)', tags, params: AdminRoomIdParams, response: { 204: NoContent, ...ERRORS } },
       config: { operation: 'admin.deleteRoom' }
     }, async (request, reply) => {
       await core.admin.deleteRoom(adminOf(request), request.params)
@@ -70,7 +66,7 @@ export function adminRoutes (core: Core) {
     })
 
     r.get('/reports', {
-      schema: { summary: 'List reports, newest first, by status (admin)', tags, querystring: AdminReportsQuery, response: { 200: listEnvelope(AdminReportSchema), ...LIST_ERRORS } },
+      schema: { summary: 'List reports, newest first, by status (admin)', tags, querystring: AdminReportsQuery, response: { 200: pageOf(AdminReportSchema), ...LIST_ERRORS } },
       config: { operation: 'admin.listReports' }
     }, async (request) => {
       const { items, pagination } = await core.admin.listReports(adminOf(request), request.query)
@@ -78,17 +74,17 @@ export function adminRoutes (core: Core) {
     })
 
     r.get('/reports/:reportId', {
-      schema: { summary: 'Get a report with its reporter and labels (admin)', tags, params: ReportIdParams, response: { 200: dataEnvelope(AdminReportSchema), ...INPUT_ERRORS } },
+      schema: { summary: 'Get a report with its reporter and labels (admin)', tags, params: ReportIdParams, response: { 200: dataOf(AdminReportSchema), ...ERRORS } },
       config: { operation: 'admin.getReport' }
     }, async (request) => ({ data: await core.admin.getReport(adminOf(request), request.params) }))
 
     r.post('/reports/:reportId/resolve', {
-      schema: { summary: 'Resolve a report: dismiss, hide, suspend or warn (admin)', tags, params: ReportIdParams, body: ResolveReportInput, response: { 200: dataEnvelope(ResolutionSchema), ...ACTION_ERRORS } },
+      schema: { summary: 'Resolve a report: dismiss, hide, suspend or warn (admin)', tags, params: ReportIdParams, body: ResolveReportInput, response: { 200: dataOf(ResolutionSchema), ...ERRORS } },
       config: { operation: 'admin.resolveReport' }
     }, async (request) => ({ data: await core.admin.resolveReport(adminOf(request), request.params, request.body) }))
 
     r.get('/appeals', {
-      schema: { summary: 'List appeals, newest first, by status (admin)', tags, querystring: AdminAppealsQuery, response: { 200: listEnvelope(AdminAppealSchema), ...LIST_ERRORS } },
+      schema: { summary: 'List appeals, newest first, by status (admin)', tags, querystring: AdminAppealsQuery, response: { 200: pageOf(AdminAppealSchema), ...LIST_ERRORS } },
       config: { operation: 'admin.listAppeals' }
     }, async (request) => {
       const { items, pagination } = await core.admin.listAppeals(adminOf(request), request.query)
@@ -96,38 +92,38 @@ export function adminRoutes (core: Core) {
     })
 
     r.post('/appeals/:appealId/decide', {
-      schema: { summary: 'Decide an appeal: upheld, or overturned (reverses the action) (admin)', tags, params: AppealIdParams, body: DecideAppealInput, response: { 200: dataEnvelope(AppealDecisionSchema), ...ACTION_ERRORS } },
+      schema: { summary: 'Decide an appeal: upheld, or overturned (reverses the action) (admin)', tags, params: AppealIdParams, body: DecideAppealInput, response: { 200: dataOf(AppealDecisionSchema), ...ERRORS } },
       config: { operation: 'admin.decideAppeal' }
     }, async (request) => ({ data: await core.admin.decideAppeal(adminOf(request), request.params, request.body) }))
 
     // The body is optional (`{ note? }`): checked by the core, so a bare POST works.
     r.post('/users/:userId/unsuspend', {
-      schema: { summary: 'Lift a suspension without an appeal (super_admin)', tags, params: AdminUserIdParams, body: Type.Optional(LiftSuspensionInput), response: { 200: dataEnvelope(UnsuspensionSchema), ...ACTION_ERRORS } },
+      schema: { summary: 'Lift a suspension without an appeal (super_admin)', tags, params: AdminUserIdParams, body: Type.Optional(LiftSuspensionInput), response: { 200: dataOf(UnsuspensionSchema), ...ERRORS } },
       config: { operation: 'admin.unsuspendUser' }
     }, async (request) => ({ data: await core.admin.unsuspendUser(adminOf(request), request.params, request.body ?? {}) }))
 
     r.post('/motd', {
-      schema: { summary: 'Publish a message of the day (admin)', tags, body: CreateMotdInput, response: { 201: dataEnvelope(MotdSchema), ...INPUT_ERRORS } },
+      schema: { summary: 'Publish a message of the day (admin)', tags, body: CreateMotdInput, response: { 201: dataOf(MotdSchema), ...ERRORS } },
       config: { operation: 'admin.createMotd' }
     }, async (request, reply) => await reply.code(201).send({ data: await core.admin.createMotd(adminOf(request), request.body) }))
 
     r.patch('/motd/:motdId', {
-      schema: { summary: 'Change a message of the day; end it by setting endsAt to now (admin)', tags, params: MotdIdParams, body: UpdateMotdInput, response: { 200: dataEnvelope(MotdSchema), ...INPUT_ERRORS } },
+      schema: { summary: 'Change a message of the day; end it by setting endsAt to now (admin)', tags, params: MotdIdParams, body: UpdateMotdInput, response: { 200: dataOf(MotdSchema), ...ERRORS } },
       config: { operation: 'admin.updateMotd' }
     }, async (request) => ({ data: await core.admin.updateMotd(adminOf(request), request.params, request.body) }))
 
     r.post('/widgets', {
-      schema: { summary: 'Add a widget to the catalogue (admin)', tags, body: CreateWidgetInput, response: { 201: dataEnvelope(WidgetSchema), ...INPUT_ERRORS } },
+      schema: { summary: 'Add a widget to the catalogue (admin)', tags, body: CreateWidgetInput, response: { 201: dataOf(WidgetSchema), ...ERRORS } },
       config: { operation: 'admin.createWidget' }
     }, async (request, reply) => await reply.code(201).send({ data: await core.admin.createWidget(adminOf(request), request.body) }))
 
     r.patch('/widgets/:widgetId', {
-      schema: { summary: 'Change a catalogue widget (admin)', tags, params: WidgetIdParams, body: UpdateWidgetInput, response: { 200: dataEnvelope(WidgetSchema), ...INPUT_ERRORS } },
+      schema: { summary: 'Change a catalogue widget (admin)', tags, params: WidgetIdParams, body: UpdateWidgetInput, response: { 200: dataOf(WidgetSchema), ...ERRORS } },
       config: { operation: 'admin.updateWidget' }
     }, async (request) => ({ data: await core.admin.updateWidget(adminOf(request), request.params, request.body) }))
 
     r.delete('/widgets/:widgetId', {
-      schema: { summary: 'Remove a widget and its installations (admin)', tags, params: WidgetIdParams, response: { 204: NoContent, ...INPUT_ERRORS } },
+      schema: { summary: 'Remove a widget and its installations (admin)', tags, params: WidgetIdParams, response: { 204: NoContent, ...ERRORS } },
       config: { operation: 'admin.deleteWidget' }
     }, async (request, reply) => {
       await core.admin.deleteWidget(adminOf(request), request.params)
@@ -135,7 +131,7 @@ export function adminRoutes (core: Core) {
     })
 
     r.get('/audit', {
-      schema: { summary: 'The audit log, newest first (admin)', tags, querystring: AuditQuery, response: { 200: listEnvelope(AuditEntrySchema), ...LIST_ERRORS } },
+      schema: { summary: 'The audit log, newest first (admin)', tags, querystring: AuditQuery, response: { 200: pageOf(AuditEntrySchema), ...LIST_ERRORS } },
       config: { operation: 'admin.listAudit' }
     }, async (request) => {
       const { items, pagination } = await core.admin.listAudit(adminOf(request), request.query)

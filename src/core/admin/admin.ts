@@ -13,14 +13,13 @@ import { toUser } from '../users/users.types.js'
 import * as repo from './admin.repository.js'
 import { createAdminTokens, type AdminPrincipal } from './admin-tokens.js'
 import {
-  AdminListRoomsQuery, AdminListUsersQuery, AdminRoomIdParams, AdminUserIdParams, AuditQuery,
+  AdminAppealsQuery, AdminListRoomsQuery, AdminListUsersQuery, AdminRoomIdParams, AdminUserIdParams, AppealIdParams, AuditQuery, MotdIdParams, ReportIdParams, WidgetIdParams,
   toAuditEntry, type AdminRole, type AdminRoom, type AdminUser, type AuditEntry
 } from './admin.types.js'
 import { auditDenied, audited, type AdminRequest, type AuditTarget } from './audit.js'
 import { listAuditRows } from './audit.repository.js'
 import * as moderation from '../moderation/moderation.js'
 import type { AdminReport, Appeal, ModerationAction, Motd, Widget } from '../safety/safety.types.js'
-import { AdminAppealsQuery, AppealIdParams, MotdIdParams, ReportIdParams, WidgetIdParams } from './moderation.schemas.js'
 
 /** What the gate knows of the request when it decides whether an admin may run it. */
 export interface AdminAttempt {

@@ -6,6 +6,7 @@ import type { AdminAuditLogTable } from '../../db/schema.js'
 import { PageFields } from '../pagination.js'
 import { RoomId } from '../rooms/rooms.types.js'
 import { UserId } from '../users/users.types.js'
+import { APPEAL_DECISIONS } from '../safety/safety.types.js'
 
 export type AdminRole = 'admin' | 'super_admin'
 
@@ -14,6 +15,18 @@ const FilterText = (max: number) => Type.String({ minLength: 1, maxLength: max, 
 
 export const AdminUserIdParams = Type.Object({ userId: UserId })
 export const AdminRoomIdParams = Type.Object({ roomId: RoomId })
+
+const AdminId = (what: string) => Type.String({ minLength: 1, maxLength: 200, errorMessage: `must be a non-empty ${what} id` })
+
+export const ReportIdParams = Type.Object({ reportId: AdminId('report') })
+export const AppealIdParams = Type.Object({ appealId: AdminId('appeal') })
+export const MotdIdParams = Type.Object({ motdId: AdminId('message of the day') })
+export const WidgetIdParams = Type.Object({ widgetId: AdminId('widget') })
+
+export const AdminAppealsQuery = Type.Object({
+  ...PageFields,
+  status: Type.Optional(Type.Enum(['pending', ...APPEAL_DECISIONS], { errorMessage: 'must be one of pending, upheld, overturned' }))
+}, { additionalProperties: false })
 
 export const AdminListUsersQuery = Type.Object({
   ...PageFields,
