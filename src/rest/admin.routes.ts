@@ -3,7 +3,6 @@
 // role before any of these runs; each route is one core call, which audits what it does.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import type { Core } from '../core/index.js'
 import type { AdminRequest } from '../core/admin/audit.js'
 import {
@@ -14,7 +13,7 @@ import { AppError } from '../core/errors.js'
 import { AdminAppealSchema, AdminReportSchema, AppealDecisionSchema, ResolutionSchema, UnsuspensionSchema } from './admin.schemas.js'
 import { dataOf, ERRORS, ErrorBody, MotdSchema, NoContent, pageOf, WidgetSchema } from './safety.schemas.js'
 import {
-  AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, LiftSuspensionInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput
+  AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput
 } from '../core/safety/safety.types.js'
 
 const tags = ['admin']
@@ -96,9 +95,9 @@ export function adminRoutes (core: Core) {
       config: { operation: 'admin.decideAppeal' }
     }, async (request) => ({ data: await core.admin.decideAppeal(adminOf(request), request.params, request.body) }))
 
-    // The body is optional (`{ note? }`): checked by the core, so a bare POST works.
+    // The body (`{ note? }`, LiftSuspensionInput) is optional, so a bare POST works: the core checks it.
     r.post('/users/:userId/unsuspend', {
-      schema: { summary: 'Lift a suspension without an appeal (super_admin)', tags, params: AdminUserIdParams, body: Type.Optional(LiftSuspensionInput), response: { 200: dataOf(UnsuspensionSchema), ...ERRORS } },
+      schema: { summary: 'Lift a suspension without an appeal (super_admin); body { note? } optional', tags, params: AdminUserIdParams, response: { 200: dataOf(UnsuspensionSchema), ...ERRORS } },
       config: { operation: 'admin.unsuspendUser' }
     }, async (request) => ({ data: await core.admin.unsuspendUser(adminOf(request), request.params, request.body ?? {}) }))
 
