@@ -3,6 +3,7 @@
 // role before any of these runs; each route is one core call, which audits what it does.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
 import type { Core } from '../core/index.js'
 import type { AdminRequest } from '../core/admin/audit.js'
 import {
@@ -13,7 +14,7 @@ import { AppError } from '../core/errors.js'
 import { AdminAppealSchema, AdminReportSchema, AppealDecisionSchema, ResolutionSchema, UnsuspensionSchema } from './admin.schemas.js'
 import { dataOf, ERRORS, ErrorBody, MotdSchema, NoContent, pageOf, WidgetSchema } from './safety.schemas.js'
 import {
-  AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput
+  AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, LiftSuspensionInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput
 } from '../core/safety/safety.types.js'
 
 const tags = ['admin']
@@ -95,9 +96,9 @@ export function adminRoutes (core: Core) {
       config: { operation: 'admin.decideAppeal' }
     }, async (request) => ({ data: await core.admin.decideAppeal(adminOf(request), request.params, request.body) }))
 
-    // The body (`{ note? }`, LiftSuspensionInput) is optional, so a bare POST works: the core checks it.
+    // The body (`{ note? }`) is optional: a bare POST works.
     r.post('/users/:userId/unsuspend', {
-      schema: { summary: 'Lift a suspension without an appeal (super_admin); body { note? } optional', tags, params: AdminUserIdParams, response: { 200: dataOf(UnsuspensionSchema), ...ERRORS } },
+      schema: { summary: 'Lift a suspension without an appeal (super_admin)', tags, params: AdminUserIdParams, body: Type.Union([LiftSuspensionInput, Type.Null(), Type.Undefined()]), response: { 200: dataOf(UnsuspensionSchema), ...ERRORS } },
       config: { operation: 'admin.unsuspendUser' }
     }, async (request) => ({ data: await core.admin.unsuspendUser(adminOf(request), request.params, request.body ?? {}) }))
 
