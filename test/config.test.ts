@@ -79,7 +79,7 @@ t.test('a bad value names the variable', async (t) => {
 
 t.test('uploads: DATA_DIR/uploads by default; an S3-compatible bucket when S3_BUCKET is set', async (t) => {
   const dir = dataDir()
-  t.same(loadConfig({ DATA_DIR: dir }).storage, { kind: 'local', dir: join(dir, 'uploads') })
+  t.same(loadConfig({ DATA_DIR: dir }).storage, { kind: 'local', dir: join(dir, 'uploads'), reserveBytes: 1024 ** 3 })
   t.same(loadConfig({ DATA_DIR: dir, S3_BUCKET: 'canvas' }).storage, {
     kind: 's3', bucket: 'canvas', region: 'us-east-1', endpoint: undefined, forcePathStyle: false, credentials: undefined, keyPrefix: 'uploads/'
   }, 'AWS itself: virtual-hosted URLs, the SDK\'s own credential chain')
