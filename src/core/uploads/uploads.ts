@@ -17,6 +17,7 @@ import { AppError, notFound, validationError } from '../errors.js'
 import { StorageFullError } from '../../infra/storage.js'
 import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
+import { lockUserRow } from '../users/users.repository.js'
 import { newId } from '../../infra/ids.js'
 import { sanitiseFilename } from './filename.js'
 import * as repo from './uploads.repository.js'
@@ -216,6 +217,9 @@ export function createUploads (deps: CoreDeps, options: UploadsOptions) {
     async delete (actor: Actor, input: unknown): Promise<void> {
       const { fileId } = parseInput(FileIdParams, input)
       const { key, avatarCleared } = await inTransaction(deps, async ({ trx }) => {
+        // The owner's row first, as every write to a user's uploads takes it (upload, avatar change,
+        // account deletion): one lock order, no deadlock between them.
+        await lockUserRow(trx, actor.userId)
         const row = await repo.deleteOwnUpload(trx, fileId, actor.userId)
         if (row === undefined) throw notFound('File')
         await repo.subtractUploadBytes(trx, actor.userId, row.size)
