@@ -151,8 +151,10 @@ t.test('the sweep removes bytes no row refers to once older than the grace perio
   t.ok(stored().includes('operator-notes.txt'), 'a file that is not an upload key stays')
   t.equal((await client.get(fred.cookie, String(kept.url))).status, 200)
 
-  // Unforced, the period's sweep has run already (claimed above): another instance would not sweep now.
-  t.equal(await sweepUnreferencedBytes(s.app.deps), undefined)
+  // Unforced, at the same moment, the period's sweep has run already (claimed above): another
+  // instance would not sweep now.
+  const sameMoment = new Date(Date.now() + 2 * 3600_000)
+  t.equal(await sweepUnreferencedBytes({ ...s.app.deps, clock: { now: () => sameMoment } }), undefined)
 })
 
 t.test('a delete while storage fails still answers 204: the row goes first, the bytes are swept later', async (t) => {

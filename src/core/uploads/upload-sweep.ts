@@ -36,9 +36,11 @@ async function claim (deps: SweepDeps, now: Date, force: boolean): Promise<boole
   return await deps.db.transaction().execute(async (trx) => {
     const lock = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${SWEEP_LOCK_CLASS}::int, 1) as locked`.execute(trx)
     if (lock.rows[0]?.locked !== true) return false
-    const due = new Date(now.getTime() - (force ? 0 : SWEEP_PERIOD_MS))
+    const due = new Date(now.getTime() - SWEEP_PERIOD_MS)
+    // A start in the future (an instance whose clock ran ahead) does not hold the others off.
     const claimed = await trx.insertInto('maintenance_runs').values({ job: JOB, started_at: now })
-      .onConflict((oc) => oc.column('job').doUpdateSet({ started_at: now }).where('maintenance_runs.started_at', '<=', due))
+      .onConflict((oc) => oc.column('job').doUpdateSet({ started_at: now })
+        .where((eb) => force ? eb.lit(true) : eb.or([eb('maintenance_runs.started_at', '<=', due), eb('maintenance_runs.started_at', '>', now)])))
       .returning('job')
       .executeTakeFirst()
     return claimed !== undefined
