@@ -20,6 +20,7 @@ import { liveConnectionsFor } from './live/live-connections.js'
 import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
+import { startUploadSweeps } from './core/uploads/upload-sweep.js'
 import { healthRoute } from './http/health.routes.js'
 import { answerFrameworkError, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
 import { installNotFound } from './http/not-found.js'
@@ -133,7 +134,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     done(null, payload)
   })
 
+  // Stored bytes no upload refers to are swept by one instance twice a day (core/uploads/upload-sweep.ts).
+  const sweeps = startUploadSweeps(deps)
   app.addHook('onClose', async () => {
+    await sweeps.stop()
     await live.close()
     mailer.close()
     await storage.close()

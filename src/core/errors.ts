@@ -12,6 +12,7 @@ export type ErrorKind =
   | 'precondition' // the operation is not allowed in the resource's current state
   | 'aborted' // a concurrent change won (stale version)
   | 'limit_reached' // a documented bound on how many of a thing may exist (tiles in a room)
+  | 'quota_exceeded' // what one user may keep is used up (UPLOAD_QUOTA_BYTES): REST 413 `QuotaExceeded`
   | 'rate_limited'
   | 'unavailable' // a dependency (database, mail, storage) is down, or the compute queue is full
   | 'not_configured' // a feature this deployment has not set up (video/voice without RTC_APP_ID): retrying will not help

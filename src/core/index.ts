@@ -35,7 +35,7 @@ export function createCore (deps: CoreDeps) {
     invites: createInvites(deps),
     rtc: createRtc(deps),
     cursors: createCursors(deps.cursorFeed, createAudience(deps)),
-    uploads: createUploads(deps),
+    uploads: createUploads(deps, { userChanged: auth.userChanged }),
     shelves: createShelves(deps),
     passports: createPassports(deps)
   }

@@ -13,6 +13,9 @@ export interface UsersTable {
   /** The display name's search key (src/core/users/search-key.ts), written with every name. */
   search_key: string
   avatar_url: string | null
+  /** What the user's uploads weigh in bytes (bigint: read back as a string by pg), kept by the
+   *  transactions that add and remove uploads; UPLOAD_QUOTA_BYTES bounds it. */
+  upload_bytes: ColumnType<string, never, string>
   created_at: CreatedAt
   updated_at: Timestamp
 }
@@ -140,6 +143,19 @@ export interface OfficeInvitesTable {
   accepted_at: Timestamp | null
 }
 
+/** One invitation mailed (DECISIONS §16: at most 3 a day per address per office); kept a day. */
+export interface OfficeInviteSendsTable {
+  office_id: string
+  email: string
+  sent_at: Timestamp
+}
+
+/** When a periodic job shared by every instance last started (one instance runs it per period). */
+export interface MaintenanceRunsTable {
+  job: string
+  started_at: Timestamp
+}
+
 export type UploadKind = 'avatar' | 'attachment'
 
 /** An uploaded file (DECISIONS §9); its bytes are in storage under `storage_key` (src/infra/storage.ts). */
@@ -236,6 +252,8 @@ export interface Database {
   offices: OfficesTable
   office_members: OfficeMembersTable
   office_invites: OfficeInvitesTable
+  office_invite_sends: OfficeInviteSendsTable
+  maintenance_runs: MaintenanceRunsTable
   uploads: UploadsTable
   rtc_uid_claims: RtcUidClaimsTable
   shelves: ShelvesTable

@@ -4,16 +4,19 @@
 // nothing behind: its temporary file is removed. The rename is atomic because both names are on
 // one file system.
 import { randomBytes } from 'node:crypto'
-import { mkdir, open, opendir, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
+import { mkdir, open, opendir, readFile, rename, rm, stat, statfs, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { Logger } from './logger.js'
-import { checkKey, type Storage } from './storage.js'
+import { checkKey, isUploadKey, StorageFullError, type Storage, type StorageConfig } from './storage.js'
 
 /** Temporary files older than this at start-up belong to a process that died mid-upload. */
 const STALE_PARTIAL_MS = 60 * 60 * 1000
+/** Keys a listing hands out at once. */
+const LIST_BATCH = 500
 
-export async function createLocalStorage (root: string, log: Logger): Promise<Storage> {
+export async function createLocalStorage (config: Extract<StorageConfig, { kind: 'local' }>, log: Logger): Promise<Storage> {
+  const root = config.dir
   const partial = join(root, '.partial')
   try {
     await mkdir(partial, { recursive: true })
@@ -29,6 +32,15 @@ export async function createLocalStorage (root: string, log: Logger): Promise<St
 
     async put (key, body) {
       const final = pathOf(key)
+      if (config.reserveBytes > 0) {
+        // Checked per upload, not per byte: the reserve is far above what the uploads under way add.
+        const fs = await statfs(root)
+        const free = fs.bavail * fs.bsize
+        if (free < config.reserveBytes) {
+          body.destroy()
+          throw new StorageFullError(free, config.reserveBytes)
+        }
+      }
       const temp = join(partial, `${checkKey(key)}.${randomBytes(6).toString('hex')}`)
       let handle: FileHandle | undefined
       try {
@@ -61,6 +73,21 @@ export async function createLocalStorage (root: string, log: Logger): Promise<St
     async remove (keys) {
       const results = await Promise.allSettled(keys.map(async (key) => { await rm(pathOf(key), { force: true }) }))
       return { failed: keys.filter((_key, i) => results[i]!.status === 'rejected') }
+    },
+
+    async * list (before) {
+      let batch: string[] = []
+      for await (const entry of await opendir(root)) {
+        if (!entry.isFile() || !isUploadKey(entry.name)) continue
+        const info = await stat(join(root, entry.name)).catch(() => undefined) // removed meanwhile
+        if (info === undefined || info.mtimeMs >= before.getTime()) continue
+        batch.push(entry.name)
+        if (batch.length >= LIST_BATCH) {
+          yield batch
+          batch = []
+        }
+      }
+      if (batch.length > 0) yield batch
     },
 
     async probe () {
