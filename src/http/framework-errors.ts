@@ -2,6 +2,7 @@
 // longer than the router accepts) answer in the envelope of the transport the path belongs to:
 // Connect's error JSON under /rpc, the REST envelope everywhere else (refusals.ts).
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { accessLine } from './access-log.js'
 import { refusalWriterFor, type EdgeRefusals } from './refusals.js'
 import { answerRequestId } from './request-id.js'
 
@@ -14,8 +15,9 @@ export function frameworkErrorAnswer (refusals: EdgeRefusals) {
     const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? `A path segment is longer than ${MAX_PATH_PARAM_LENGTH} characters.`
       : error.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoding.' : error.message
-    // Fastify answers these before any hook runs, so the request id is set here.
+    // Fastify answers these before any hook runs, so the request id and the access line are ours.
     answerRequestId(request, reply)
+    reply.raw.once('close', () => { request.log.info(accessLine(request, reply), 'request') })
     const { status, contentType, body } = refusalWriterFor(refusals, request.url)('bad_request', message)
     void reply.code(status).type(contentType).send(body)
   }
