@@ -165,23 +165,29 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     ? undefined
     : await createLimiter(app, { config, redis, clock: deps.clock, maxOverride: options.rateLimit?.maxOverride })
 
+  // Counts the limiter answered alone (Redis late or failing), at the cache's last check: more since
+  // then raise the cache's alarm, so /health says degraded at once rather than within a second.
+  const countedAlone = (): number => Object.values(limiter?.counts.snapshot() ?? {}).reduce((sum, bySource) => sum + (bySource.late ?? 0) + (bySource.unavailable ?? 0), 0)
+  let countedAloneAtCheck = 0
   const probes: Record<string, HealthProbe> = {
     database: { essential: true, check: async () => { await database.ping(); return 'healthy' } },
     cache: {
       // The limiter falls back to per-instance memory when Redis is down: degraded, not down.
       essential: false,
       check: async () => {
+        countedAloneAtCheck = countedAlone()
         if (limiter !== undefined) return await limiter.health()
         if (redis === undefined) return 'healthy'
         await redis.ping()
         return 'healthy'
-      }
+      },
+      alarm: () => countedAlone() > countedAloneAtCheck
     }
   }
   const servesRest = config.expose !== 'public'
   if (servesRest) probes.storage = { essential: true, check: async () => { await storage.probe(); return 'healthy' } }
   // Live events held back behind an open transaction somewhere on the cluster: the API works, late events.
-  if (servesRest) probes.events = { essential: false, check: async () => eventsHealth(live.bus.lagMs()) }
+  if (servesRest) probes.events = { essential: false, check: async () => eventsHealth(live.bus.lagMs()), alarm: () => eventsHealth(live.bus.lagMs()) !== 'healthy' }
 
   await app.register(cookie)
   // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.

@@ -64,6 +64,25 @@ t.test('the monitor: one round for many requests, at most one a second, at once 
   t.equal(rounds, 6)
 })
 
+t.test('the monitor: a part\'s alarm (a fallback it knows of in memory) makes the next report fresh', async (t) => {
+  let rounds = 0
+  let alarm = false
+  let reading: 'healthy' | 'degraded' = 'healthy'
+  const monitor = createHealthMonitor({
+    probes: { cache: { essential: false, check: async () => reading, alarm: () => alarm } },
+    clock: { now: () => new Date() },
+    now: () => 0,
+    onRound: () => { rounds++ }
+  })
+  t.equal((await monitor.report()).status, 'healthy')
+  reading = 'degraded'
+  alarm = true
+  t.equal((await monitor.report()).status, 'degraded', 'the alarm: probed at once')
+  t.equal(rounds, 2)
+  await monitor.report()
+  t.equal(rounds, 2, 'the report already says degraded: the alarm alone does not probe again')
+})
+
 t.test('the app: 200 parallel requests make one round; under a steady flood, at most one a second', async (t) => {
   let rounds = 0
   const s = await startApp({}, { onHealthRound: () => { rounds++ } })
@@ -71,7 +90,10 @@ t.test('the app: 200 parallel requests make one round; under a steady flood, at 
   const started = performance.now()
   const answers = await Promise.all(Array.from({ length: 200 }, async () => await fetch(`${s.url}/health`)))
   t.ok(answers.every((res) => res.status === 200), 'all 200')
-  t.equal(rounds, 1, 'one probe round')
+  const burstSeconds = (performance.now() - started) / 1000
+  // One round when the burst is answered within a second (the monitor's own test above holds it to
+  // exactly one); a loaded machine may take longer to send 200 requests, never more than one a second.
+  t.ok(rounds <= Math.ceil(burstSeconds), `200 parallel requests in ${burstSeconds.toFixed(1)} s: ${rounds} round(s)`)
   // About 3 s of requests, 50 at a time.
   let requests = 200
   while (performance.now() - started < 3_000) {

@@ -2,9 +2,11 @@
 // at most once a second, and requests answer the latest report instead of waiting for a round of
 // their own, so a flood of /health (load balancers, load testers) costs no more than one round a
 // second. A report older than MAX_AGE_MS (no one asked for a while) is not answered: the request waits
-// for a fresh round. After a failure is seen — a part unhealthy in the latest report, or a request
-// answered 503 since (failureSeen) — the next request probes at once and waits for that round, so a
-// part that breaks or comes back is reported without delay; rounds never overlap.
+// for a fresh round. After a failure is seen — a part unhealthy in the latest report, a request
+// answered 503 since (failureSeen), or a part's own alarm (a fallback it knows of in memory: the
+// limiter counting alone, events held back) while the report calls it healthy — the next request
+// probes at once and waits for that round, so a part that breaks or comes back is reported without
+// delay; rounds never overlap.
 import { healthReport, type HealthProbe, type HealthReport } from '../core/health.js'
 import type { Clock } from '../infra/clock.js'
 
@@ -52,10 +54,16 @@ export function createHealthMonitor (options: HealthMonitorOptions): HealthMonit
     return running
   }
 
+  const alarmed = Object.entries(probes).filter((entry): entry is [string, HealthProbe & { alarm: () => boolean }] => entry[1].alarm !== undefined)
+  /** A part the report calls healthy has raised its alarm since. */
+  function alarmRaised (report: HealthReport): boolean {
+    return alarmed.some(([name, probe]) => report.services[name]?.status === 'healthy' && probe.alarm())
+  }
+
   return {
     async report () {
       const age = latest === undefined ? Infinity : now() - latest.at
-      if (latest === undefined || latest.failing || failure || age >= MAX_AGE_MS) return await refresh()
+      if (latest === undefined || latest.failing || failure || age >= MAX_AGE_MS || alarmRaised(latest.report)) return await refresh()
       // healthReport never rejects (a part that fails is reported unhealthy).
       if (age >= REFRESH_EVERY_MS) void refresh()
       return latest.report
