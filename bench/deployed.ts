@@ -8,7 +8,8 @@
 // 3. GET /api/rooms/:roomId of a public room, cycling over the same users, against raw node:http + pg
 //    running the same statement on a pool of the same size (bench/serve.ts raw-pg; goal ≥ 0.5×).
 // Every scenario runs once per round, the pairs back to back; ratios are medians of same-round ratios.
-// 429s are counted (there must be none: 1,000 users stay far below 300 a minute each).
+// 429s are counted (there must be none: 1,000 users stay far below 300 a minute each). Each target's
+// own CPU time per request (its process, from /proc; Postgres and Redis not included) is shown too.
 //   createdb -h 127.0.0.1 -U postgres bench_deployed
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_deployed REDIS_URL=redis://127.0.0.1:6379/9 npx tsx bench/deployed.ts
 // BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_USERS (1000), BENCH_CONNECTIONS (50).
@@ -17,7 +18,7 @@ import { mkdtempSync, openSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import { BENCH_JWT_SECRET, buildDist, reapOnExit, seedUsers, spreadOver, startTarget } from './harness.js'
+import { BENCH_JWT_SECRET, buildDist, processCpuSeconds, reapOnExit, seedUsers, spreadOver, startTarget } from './harness.js'
 
 const databaseUrl = process.env.DATABASE_URL
 if (databaseUrl === undefined || process.env.REDIS_URL === undefined) {
@@ -76,13 +77,16 @@ const roomId = (await created.json() as { data: { id: string } }).data.id
 type Requests = NonNullable<autocannon.Options['requests']>
 const asUsers = (path: string): Requests => tokens.map((token) => ({ method: 'GET', path, headers: { cookie: `app_session=${token}` } }))
 
-interface Measurement { rps: number, p99: number, non2xx: number, tooMany: number, errors: number }
+/** `cpuUs`: the target's CPU time per request (from /proc), which barely moves with the machine's load, unlike req/s. */
+interface Measurement { rps: number, p99: number, non2xx: number, tooMany: number, errors: number, cpuUs: number }
 
-async function measure (url: string, requests?: Requests): Promise<Measurement> {
+async function measure (pid: number | undefined, url: string, requests?: Requests): Promise<Measurement> {
   const options: autocannon.Options = { url, connections, ...(requests === undefined ? {} : spreadOver(requests, connections)) }
   await autocannon({ ...options, duration: 1 })
+  const cpuBefore = processCpuSeconds(pid)
   const result = await autocannon({ ...options, duration })
   return {
+    cpuUs: (processCpuSeconds(pid) - cpuBefore) * 1e6 / result.requests.total,
     rps: result.requests.average,
     p99: result.latency.p99,
     non2xx: result.non2xx,
@@ -92,15 +96,15 @@ async function measure (url: string, requests?: Requests): Promise<Measurement> 
 }
 
 const scenarios: Array<[string, () => Promise<Measurement>]> = [
-  ['raw node:http', async () => await measure(`${raw.url}/`)],
-  ['GET /health, deployed', async () => await measure(`${deployed.url}/health`)],
-  ['GET /health, silent', async () => await measure(`${silent.url}/health`)],
-  ['raw node:http, /me requests', async () => await measure(raw.url, asUsers('/api/auth/me'))],
-  ['GET /api/auth/me, deployed', async () => await measure(deployed.url, asUsers('/api/auth/me'))],
-  ['GET /api/auth/me, silent', async () => await measure(silent.url, asUsers('/api/auth/me'))],
-  ['raw node:http + pg, room query', async () => await measure(rawPg.url, asUsers(`/api/rooms/${roomId}`))],
-  ['GET /api/rooms/:roomId, deployed', async () => await measure(deployed.url, asUsers(`/api/rooms/${roomId}`))],
-  ['GET /api/rooms/:roomId, silent', async () => await measure(silent.url, asUsers(`/api/rooms/${roomId}`))]
+  ['raw node:http', async () => await measure(raw.child.pid, `${raw.url}/`)],
+  ['GET /health, deployed', async () => await measure(deployed.pid, `${deployed.url}/health`)],
+  ['GET /health, silent', async () => await measure(silent.child.pid, `${silent.url}/health`)],
+  ['raw node:http, /me requests', async () => await measure(raw.child.pid, raw.url, asUsers('/api/auth/me'))],
+  ['GET /api/auth/me, deployed', async () => await measure(deployed.pid, deployed.url, asUsers('/api/auth/me'))],
+  ['GET /api/auth/me, silent', async () => await measure(silent.child.pid, silent.url, asUsers('/api/auth/me'))],
+  ['raw node:http + pg, room query', async () => await measure(rawPg.child.pid, rawPg.url, asUsers(`/api/rooms/${roomId}`))],
+  ['GET /api/rooms/:roomId, deployed', async () => await measure(deployed.pid, deployed.url, asUsers(`/api/rooms/${roomId}`))],
+  ['GET /api/rooms/:roomId, silent', async () => await measure(silent.child.pid, silent.url, asUsers(`/api/rooms/${roomId}`))]
 ]
 const results = new Map<string, Measurement[]>(scenarios.map(([name]) => [name, []]))
 for (let round = 1; round <= rounds; round++) {
@@ -118,7 +122,8 @@ for (const [name] of scenarios) {
   const all = of(name)
   const m = all.find((x) => x.rps === median(all.map((y) => y.rps))) ?? all[0]!
   const bad = m.errors + m.non2xx > 0 ? `  (errors ${m.errors}, non-2xx ${m.non2xx}, of them 429 ${m.tooMany})` : ''
-  console.log(`${name.padEnd(36)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${String(m.p99).padStart(4)} ms${bad}`)
+  const cpuUs = median(all.map((x) => x.cpuUs))
+  console.log(`${name.padEnd(36)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${String(m.p99).padStart(4)} ms   CPU ${cpuUs.toFixed(0).padStart(4)} µs/request${bad}`)
 }
 console.log('\n                         deployed   silent, no limiter   goal')
 const line = (label: string, a: string, b: string, base: string, goal: string): void => {
