@@ -28,6 +28,7 @@ import { createListener, type RequestHandler } from './http/listener.js'
 import { installClientIp, proxyTrust } from './http/client-ip.js'
 import { installRestErrorHandler } from './rest/errors.js'
 import { restApi } from './rest/index.js'
+import { registerOpenApi } from './rest/openapi.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { redactUrl } from './infra/redact.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
@@ -167,6 +168,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.
   installRestErrorHandler(app)
   installNotFound(app)
+  // Response schemas document the API (src/rest/responses.ts); answers are serialised as they are,
+  // so a field a schema does not list is never dropped (src/rest/README.md).
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  // /openapi.json and /docs, before the routes they describe, and only where REST is served.
+  if (servesRest) await registerOpenApi(app)
   await app.register(healthRoute(probes, deps.clock, servesRest, () => draining))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
   if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter })

@@ -14,6 +14,7 @@ export type ErrorKind =
   | 'limit_reached' // a documented bound on how many of a thing may exist (tiles in a room)
   | 'rate_limited'
   | 'unavailable' // a dependency (database, mail, storage) is down, or the compute queue is full
+  | 'idempotency_mismatch' // an Idempotency-Key reused with a different request
   | 'not_configured' // a feature this deployment has not set up (video/voice without RTC_APP_ID): retrying will not help
 
 export interface FieldViolation {

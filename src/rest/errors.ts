@@ -20,6 +20,7 @@ const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }
   precondition: { status: 409, error: 'FailedPrecondition' },
   aborted: { status: 409, error: 'Conflict' },
   limit_reached: { status: 409, error: 'LimitReached' },
+  idempotency_mismatch: { status: 422, error: 'IdempotencyKeyReused' },
   rate_limited: { status: 429, error: 'Rate limit exceeded' },
   unavailable: { status: 503, error: 'ServiceUnavailable' },
   not_configured: { status: 503, error: 'ServiceUnavailable' },

@@ -16,6 +16,7 @@ import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
 import { uploadRoutes } from './uploads.routes.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { installRequestGate } from './request-gate.js'
+import { installIdempotency } from './idempotency.js'
 import { rtcRoutes } from './rtc.routes.js'
 import { userRoutes } from './users.routes.js'
 import { typeBoxValidatorCompiler } from './validation.js'
@@ -41,6 +42,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   })
   app.setValidatorCompiler(typeBoxValidatorCompiler)
   installRequestGate(app, core, limiter)
+  installIdempotency(app, core)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
   await app.register(roomRoutes(core), { prefix: '/rooms' })
   await app.register(sparkRoutes(core), { prefix: '/sparks' })

@@ -34,6 +34,7 @@ const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   precondition: Code.FailedPrecondition,
   aborted: Code.Aborted,
   limit_reached: Code.FailedPrecondition,
+  idempotency_mismatch: Code.InvalidArgument,
   rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   // Not UNAVAILABLE, which clients retry: the deployment must change first.
