@@ -2,6 +2,7 @@
 // and uptime, a superset); the public RPC gateway alone answers database and cache only. From SIGTERM
 // on it answers 503 with status `draining`.
 import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
 import { healthReport, type HealthProbe, type HealthReport } from '../core/health.js'
 import type { Clock } from '../infra/clock.js'
 
@@ -19,7 +20,9 @@ export function healthRoute (probes: Record<string, HealthProbe>, clock: Clock, 
   }
   return async function (app: FastifyInstance): Promise<void> {
     // Exempt from rate limiting (SPEC tiers): load balancers and monitors poll it.
-    app.get('/health', { config: { operation: 'health.check' } }, async (_request, reply) => {
+    const report200 = Type.Object({ status: Type.String() }, { additionalProperties: true, description: 'healthy or degraded, with each part' })
+    const report503 = Type.Object({ status: Type.String() }, { additionalProperties: true, description: 'unhealthy or draining' })
+    app.get('/health', { schema: { summary: 'Health of this instance and its dependencies', tags: ['health'], response: { 200: report200, 503: report503 } }, config: { operation: 'health.check' } }, async (_request, reply) => {
       const current = await report()
       // A leaving instance (SIGTERM) tells load balancers to stop sending to it, whatever its parts say.
       if (draining()) return await reply.code(503).send({ ...current, status: 'draining' })

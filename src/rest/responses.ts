@@ -146,10 +146,16 @@ export const Shelf = Type.Object({ ...shelfFields, links: Type.Array(Link) })
 
 export const UploadedFile = Type.Object({
   id: Type.String(),
-  url: Type.String({ description: '`${APP_URL}/api/uploads/<id>`' }),
+  url: Type.String({ description: 'APP_URL + /api/uploads/<id>' }),
   filename: Type.String(),
   size: Type.Integer({ minimum: 0 }),
   mimeType: Type.String(),
   kind: Type.String(),
   createdAt: Timestamp
 })
+
+/** A file's own bytes (GET /api/uploads/:fileId): any media type, so typed as unknown. */
+export const fileBytes: Record<number, TSchema> = {
+  200: Type.Unsafe<unknown>({ type: 'string', format: 'binary', description: 'The file, with its own media type and ETag' }),
+  304: Type.Unsafe<unknown>({ type: 'null', description: 'Not modified (If-None-Match)' })
+}
