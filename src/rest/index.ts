@@ -37,7 +37,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
     allowedHeaders: ['Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
-    exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id'],
+    exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed'],
     maxAge: 7200
   })
   app.setValidatorCompiler(typeBoxValidatorCompiler)
