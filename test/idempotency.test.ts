@@ -138,3 +138,27 @@ t.test('a retry after a server restart replays the stored answer', async (t) => 
   const count = await second.deps.db.selectFrom('rooms').select((eb) => eb.fn.countAll<string>().as('n')).where('name', '=', name).executeTakeFirstOrThrow()
   t.equal(Number(count.n), 1)
 })
+
+t.test('expired keys: an expired key runs the create again; expired rows are pruned', async (t) => {
+  const config = loadConfig(testEnv())
+  const app = await buildApp(config, limits)
+  t.teardown(async () => { await app.close() })
+  const target: TestApp = { app, config, url: await app.listen({ port: 0, host: '127.0.0.1' }), close: async () => { await app.close() } }
+  const dave = await signInPerson(target, 'idem-dave')
+  const past = new Date(Date.now() - 25 * 60 * 60 * 1000)
+  const key = newKey()
+  const stale = { user_id: dave.userId, fingerprint: 'x', status: 201, headers: '{}', body: '{"data":{"id":"old"}}', created_at: past, expires_at: new Date(past.getTime() + 1000) }
+  await app.deps.db.insertInto('idempotency_keys').values([{ ...stale, idem_key: key }, { ...stale, idem_key: `${key}-other` }]).execute()
+  // Each instance prunes at its first claim after start-up (and every 10 minutes after).
+  const res = await dave.rest('POST', '/api/rooms', { name: `Expired ${key}` }, { 'idempotency-key': key })
+  t.equal(res.statusCode, 201)
+  t.equal(res.headers['idempotent-replayed'], undefined, 'an expired key is a new request')
+  t.not(res.json().data.id, 'old')
+  const deadline = Date.now() + 10_000
+  let left = 1
+  while (left > 0 && Date.now() < deadline) {
+    left = (await app.deps.db.selectFrom('idempotency_keys').select('idem_key').where('user_id', '=', dave.userId).where('expires_at', '<=', new Date()).execute()).length
+    if (left > 0) await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.equal(left, 0, 'expired rows pruned')
+})
