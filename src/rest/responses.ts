@@ -22,11 +22,11 @@ export function listOf (item: TSchema): TSchema {
 }
 
 /** Response schemas of a route answering 200 `{ data }`. */
-export const ok = (schema: TSchema): Record<number, TSchema> => ({ 200: dataOf(schema) })
+export const ok = (schema: TSchema): Record<number, TSchema> => ({ 200: { ...dataOf(schema), description: 'OK' } })
 /** Response schemas of a route answering 201 `{ data }` (a create). */
-export const created = (schema: TSchema): Record<number, TSchema> => ({ 201: dataOf(schema) })
+export const created = (schema: TSchema): Record<number, TSchema> => ({ 201: { ...dataOf(schema), description: 'Created' } })
 /** Response schemas of a list route. */
-export const list = (item: TSchema): Record<number, TSchema> => ({ 200: listOf(item) })
+export const list = (item: TSchema): Record<number, TSchema> => ({ 200: { ...listOf(item), description: 'One page of the list' } })
 /** Response schemas of a route answering 204 with no body. */
 export const noContent: Record<number, TSchema> = { 204: Type.Null({ description: 'No content' }) }
 
