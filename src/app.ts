@@ -34,6 +34,7 @@ import type { EdgeRefusals } from './http/refusals.js'
 import { installRestErrorHandler, restRefusalWriter } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { rpcRefusalWriter } from './rpc/errors.js'
+import { registerOpenApi } from './rest/openapi.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { redactUrl } from './infra/redact.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
@@ -197,6 +198,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.
   installRestErrorHandler(app)
   installNotFound(app, refusals.rest)
+  // Response schemas document the API (src/rest/responses.ts); answers are serialised as they are,
+  // so a field a schema does not list is never dropped (src/rest/README.md).
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  // /openapi.json and /docs, before the routes they describe, and only where REST is served.
+  if (servesRest) await registerOpenApi(app)
   const startedAt = Date.now()
   const health = createHealthMonitor({
     probes,

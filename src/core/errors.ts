@@ -17,6 +17,7 @@ export type ErrorKind =
   | 'quota_exceeded' // what one user may keep is used up (UPLOAD_QUOTA_BYTES): REST 413 `QuotaExceeded`
   | 'rate_limited'
   | 'unavailable' // a dependency (database, mail, storage) is down, or the compute queue is full
+  | 'idempotency_mismatch' // an Idempotency-Key reused with a different request
   | 'not_configured' // a feature this deployment has not set up (video/voice without RTC_APP_ID): retrying will not help
 
 export interface FieldViolation {

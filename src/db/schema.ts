@@ -238,6 +238,19 @@ export interface PassportExperienceTable {
   created_at: CreatedAt
 }
 
+/** Idempotency-Key (issue 33): the first answer to a create per user and key; `status` null while in flight. */
+export interface IdempotencyKeysTable {
+  user_id: string
+  idem_key: string
+  fingerprint: string
+  status: number | null
+  /** Response headers replayed with the body (ETag). */
+  headers: ColumnType<Record<string, string> | null, string | null, string | null>
+  body: string | null
+  created_at: Timestamp
+  expires_at: Timestamp
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -261,6 +274,7 @@ export interface Database {
   passports: PassportsTable
   passport_skills: PassportSkillsTable
   passport_experience: PassportExperienceTable
+  idempotency_keys: IdempotencyKeysTable
 }
 
 export type { Generated }

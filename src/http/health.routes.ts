@@ -4,13 +4,16 @@
 // 503 with status `draining`.
 import type { FastifyInstance } from 'fastify'
 import type { HealthMonitor } from './health-monitor.js'
+import { Type } from 'typebox'
 
 export const HEALTH_OPERATION = 'health.check'
 
 export function healthRoute (monitor: HealthMonitor, draining: () => boolean) {
   return async function (app: FastifyInstance): Promise<void> {
     // Exempt from rate limiting (SPEC tiers): load balancers and monitors poll it.
-    app.get('/health', { config: { operation: HEALTH_OPERATION } }, async (_request, reply) => {
+    const report200 = Type.Object({ status: Type.String() }, { additionalProperties: true, description: 'healthy or degraded, with each part' })
+    const report503 = Type.Object({ status: Type.String() }, { additionalProperties: true, description: 'unhealthy or draining' })
+    app.get('/health', { schema: { summary: 'Health of this instance and its dependencies', tags: ['health'], response: { 200: report200, 503: report503 } }, config: { operation: HEALTH_OPERATION } }, async (_request, reply) => {
       const current = await monitor.report()
       // A leaving instance (SIGTERM) tells load balancers to stop sending to it, whatever its parts say.
       if (draining()) return await reply.code(503).send({ ...current, status: 'draining' })

@@ -22,6 +22,7 @@ const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }
   aborted: { status: 409, error: 'Conflict' },
   limit_reached: { status: 409, error: 'LimitReached' },
   quota_exceeded: { status: 413, error: 'QuotaExceeded' },
+  idempotency_mismatch: { status: 422, error: 'IdempotencyKeyReused' },
   rate_limited: { status: 429, error: 'Rate limit exceeded' },
   unavailable: { status: 503, error: 'ServiceUnavailable' },
   not_configured: { status: 503, error: 'ServiceUnavailable' },

@@ -37,6 +37,7 @@ const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   limit_reached: Code.FailedPrecondition,
   // No RPC method stores files today (uploads are REST only); the errors table's word for a used-up quota.
   quota_exceeded: Code.ResourceExhausted,
+  idempotency_mismatch: Code.InvalidArgument,
   rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   // Not UNAVAILABLE, which clients retry: the deployment must change first.
