@@ -11,7 +11,7 @@ const RENEWAL_MS = 20
 
 function record (sessionId: string, nowMs: number, changes: Partial<SessionRecord> = {}): SessionRecord {
   const userId = `user_of_${sessionId}`
-  return { userId, expiresAt: new Date(nowMs + DAY_MS), revokedAt: null, user: { id: userId, email: `${sessionId}@example.test`, displayName: sessionId, avatarUrl: '', createdAt: new Date(0).toISOString() }, ...changes }
+  return { userId, expiresAt: new Date(nowMs + DAY_MS), revokedAt: null, user: { id: userId, email: `${sessionId}@example.test`, displayName: sessionId, avatarUrl: '', createdAt: new Date(0).toISOString() }, suspended: false, ...changes }
 }
 
 /** A cache over an in-memory table of sessions whose reads the test can count, hold and fail. */

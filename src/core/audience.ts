@@ -18,12 +18,12 @@ export function createAudience (deps: Pick<CoreDeps, 'db'>): AudienceResolver {
     async recipientsOf (audience) {
       if (audience.kind === 'users') return new Set(audience.userIds)
       if (audience.kind === 'office') return new Set(await memberIds(db, audience.officeId))
-      return new Set(await visibleMemberIds(db, audience.roomId))
+      return new Set(await visibleMemberIds(db, audience.roomId, audience.sparkId))
     },
     async canSee (userId, audience) {
       if (audience.kind === 'users') return audience.userIds.includes(userId)
       if (audience.kind === 'office') return await isMember(db, audience.officeId, userId)
-      return await isVisibleMember(db, audience.roomId, userId)
+      return await isVisibleMember(db, audience.roomId, userId, audience.sparkId)
     }
   }
 }

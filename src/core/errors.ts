@@ -9,6 +9,7 @@ export type ErrorKind =
   | 'unauthenticated'
   | 'session_expired'
   | 'forbidden'
+  | 'suspended' // the caller's account is suspended (DECISIONS §11): REST 403 AccountSuspended, RPC PERMISSION_DENIED
   | 'not_found'
   | 'conflict' // duplicate or constraint
   | 'precondition' // the operation is not allowed in the resource's current state
@@ -44,6 +45,10 @@ export function validationError (field: string, description: string): AppError {
 
 export function notFound (what: string): AppError {
   return new AppError('not_found', `${what} not found`)
+}
+
+export function accountSuspended (): AppError {
+  return new AppError('suspended', 'AccountSuspended: this account is suspended; read your messages (GET /api/messages) and appeal (POST /api/appeals).')
 }
 
 export function forbidden (message: string): AppError {

@@ -8,6 +8,7 @@ import type { Room } from './rooms/rooms.types.js'
 import type { Spark } from './sparks/sparks.types.js'
 import type { LinkPlace } from './shelves/shelves.js'
 import type { Link, Shelf, ShelfSummary } from './shelves/shelves.types.js'
+import type { Message, WidgetInstallation } from './safety/safety.types.js'
 
 /**
  * Event type → payload, as SPEC's event table. A payload that describes a row's new state carries that
@@ -40,18 +41,25 @@ export interface EventMap {
   'shelf:deleted': { id: string }
   'shelf:link-added': { shelfId: string, link: Link }
   'shelf:link-removed': { shelfId: string, linkId: string }
+  /** To the user whose inbox received it (DECISIONS §11). */
+  'message:created': Message
+  /** To the room's members (DECISIONS §11). */
+  'widget:installed': WidgetInstallation
+  'widget:updated': WidgetInstallation
+  'widget:removed': { id: string, roomId: string, widgetId: string }
 }
 
 export type EventType = keyof EventMap
 
 /**
  * Who may receive an event.
- * - room: the room's members who may still see the room at delivery time (DECISIONS §5, §7);
+ * - room: the room's members who may still see the room at delivery time (DECISIONS §5, §7) and,
+ *   with `sparkId`, that spark (a hidden spark's events reach its creator alone, DECISIONS §11);
  * - office: the office's members at delivery time;
  * - users: exactly these users (e.g. `room:deleted` goes to those who were members when it was deleted).
  */
 export type Audience =
-  | { kind: 'room', roomId: string }
+  | { kind: 'room', roomId: string, sparkId?: string }
   | { kind: 'office', officeId: string }
   | { kind: 'users', userIds: readonly string[] }
 

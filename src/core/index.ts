@@ -14,6 +14,8 @@ import { createSparks } from './sparks/sparks.js'
 import { createUsers } from './users/users.js'
 import { createRtc } from './rtc/rtc.js'
 import { createUploads } from './uploads/uploads.js'
+import { createMessages } from './safety/messages.js'
+import { createSafety } from './safety/safety.js'
 import { findUpload } from './uploads/uploads.repository.js'
 import { uploadIdOfUrl } from './uploads/uploads.types.js'
 
@@ -39,7 +41,9 @@ export function createCore (deps: CoreDeps) {
     uploads: createUploads(deps, { userChanged: auth.userChanged }),
     shelves: createShelves(deps),
     passports: createPassports(deps),
-    idempotency: createIdempotency(deps)
+    idempotency: createIdempotency(deps),
+    safety: createSafety(deps),
+    messages: createMessages(deps)
   }
 }
 

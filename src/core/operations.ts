@@ -134,10 +134,34 @@ export const OPERATIONS = {
   'users.searchUsers': requiredIn('read'),
   'users.getDisplayInfo': requiredIn('read'),
   /** REST only: upload an avatar and show it on one's profile (multipart). */
-  'users.uploadAvatar': requiredIn('upload')
+  'users.uploadAvatar': requiredIn('upload'),
+
+  // Trust and safety (DECISIONS §11), REST only.
+  'reports.createReport': requiredIn('write'),
+  'reports.listReports': requiredIn('read'),
+  'appeals.createAppeal': requiredIn('write'),
+  'appeals.listAppeals': requiredIn('read'),
+  'messages.listMessages': requiredIn('read'),
+  'messages.markRead': requiredIn('write'),
+  'messages.deleteMessage': requiredIn('write'),
+  /** Public: the service's announcements, shown before sign-in too. */
+  'motd.getMotd': publicIn('read'),
+  'widgets.listWidgets': requiredIn('read'),
+  'widgets.listInstallations': requiredIn('read'),
+  'widgets.installWidget': requiredIn('write'),
+  'widgets.updateInstallation': requiredIn('write'),
+  'widgets.removeInstallation': requiredIn('write'),
+  /** CPU work on the caller's text: the expensive tier (SPEC Limits: "AI classification"). */
+  'safety.classify': requiredIn('expensive')
 } as const satisfies Record<string, OperationPolicy>
 
 export type OperationId = keyof typeof OPERATIONS
+
+/** What a suspended user may still do (DECISIONS §11): see who they are, read why, appeal, sign out.
+ *  Every other operation answers 403 AccountSuspended / PERMISSION_DENIED (src/http/admission.ts). */
+export const SUSPENDED_MAY_CALL: ReadonlySet<OperationId> = new Set<OperationId>([
+  'auth.getMe', 'auth.logout', 'messages.listMessages', 'appeals.listAppeals', 'appeals.createAppeal'
+])
 
 export function isOperationId (value: unknown): value is OperationId {
   return typeof value === 'string' && Object.hasOwn(OPERATIONS, value)

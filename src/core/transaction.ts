@@ -17,10 +17,16 @@ export interface Transaction {
   /** Says that the operation wrote an event by a statement of its own (`insertEventWithVersionOf`):
    *  delivery is woken after the commit, as for a published one. */
   readonly wroteEvent: () => void
+  /** Work that must follow the commit, never precede it (signals that end a suspended user's
+   *  streams on every instance): run by `inTransaction` once the transaction committed, in order,
+   *  and dropped if it rolls back. A failure there is the work's own to log; it cannot undo the commit. */
+  readonly afterCommit: (work: () => Promise<void>) => void
 }
 
 export async function inTransaction<T> (deps: Pick<CoreDeps, 'db' | 'events'>, work: (tx: Transaction) => Promise<T>): Promise<T> {
+  const followUps: Array<() => Promise<void>> = []
   const { value, published } = await deps.db.transaction().execute(async (trx) => {
+    followUps.length = 0
     let events: NewEvent[] = []
     let published = false
     const publish: Publish = (type, payload, { audience, userId }) => {
@@ -32,10 +38,12 @@ export async function inTransaction<T> (deps: Pick<CoreDeps, 'db' | 'events'>, w
       events = []
       await insertEvents(trx, written)
     }
-    const value = await work({ trx, publish, writeEvents, wroteEvent: () => { published = true } })
+    const afterCommit = (followUp: () => Promise<void>): void => { followUps.push(followUp) }
+    const value = await work({ trx, publish, writeEvents, wroteEvent: () => { published = true }, afterCommit })
     await writeEvents()
     return { value, published }
   })
   if (published) deps.events.committed()
+  for (const followUp of followUps) await followUp()
   return value
 }

@@ -18,6 +18,8 @@ export interface UsersTable {
   upload_bytes: ColumnType<string, never, string>
   created_at: CreatedAt
   updated_at: Timestamp
+  /** Set by a `suspend` moderation action (DECISIONS §11); null while the account is in good standing. */
+  suspended_at: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
 export type SessionKind = 'cookie' | 'rpc'
@@ -66,6 +68,8 @@ export interface RoomsTable {
   created_by: string
   created_at: CreatedAt
   updated_at: Timestamp
+  /** Set by a `hide` moderation action (DECISIONS §11): the item then exists only for its owner. */
+  hidden_at: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
 /** A content tile; (x, y) is its top-left corner. `version` counts changes (optimistic concurrency). */
@@ -80,6 +84,8 @@ export interface SparksTable {
   created_at: CreatedAt
   updated_at: Timestamp
   version: ColumnType<number, number | undefined, number>
+  /** Set by a `hide` moderation action (DECISIONS §11): the item then exists only for its owner. */
+  hidden_at: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
 /** Who is in a room (DECISIONS §5): its creator, and signed-in users who opened or wrote in it while public. */
@@ -192,6 +198,8 @@ export interface ShelvesTable {
   version: ColumnType<number, number | undefined, number>
   created_at: CreatedAt
   updated_at: Timestamp
+  /** Set by a `hide` moderation action (DECISIONS §11): the item then exists only for its owner. */
+  hidden_at: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
 /** A link on a shelf; `position` is its fractional ordering key (compared bytewise, "C" collation). */
@@ -251,6 +259,105 @@ export interface IdempotencyKeysTable {
   expires_at: Timestamp
 }
 
+export type ReportTargetType = 'room' | 'spark' | 'user' | 'shelf' | 'office'
+export type ReportReason = 'spam' | 'abuse' | 'harassment' | 'illegal' | 'other'
+export type ReportStatus = 'open' | 'actioned' | 'dismissed'
+export type ModerationActionKind = 'hide' | 'suspend' | 'warn'
+export type AppealStatus = 'pending' | 'upheld' | 'overturned'
+export type MotdSeverity = 'info' | 'warning' | 'critical'
+
+/** A user's report on a room, spark, shelf, office or user (DECISIONS §11); one open per reporter and target. */
+export interface ReportsTable {
+  id: string
+  reporter_id: string
+  target_type: ReportTargetType
+  target_id: string
+  reason: ReportReason
+  details: string | null
+  /** jsonb `[{ label, score }]`: the local classifier's labels, written as JSON text. */
+  labels: ColumnType<unknown, string | undefined, string>
+  status: ColumnType<ReportStatus, ReportStatus | undefined, ReportStatus>
+  /** What became of it: the action's kind, or `dismissed`. */
+  outcome: string | null
+  created_at: CreatedAt
+  resolved_at: Timestamp | null
+  /** The admin's token subject. */
+  resolved_by: string | null
+}
+
+/** A `hide`, `suspend` or `warn` taken by an admin; `reversed_at` when an appeal or super admin undid it. */
+export interface ModerationActionsTable {
+  id: string
+  kind: ModerationActionKind
+  target_type: ReportTargetType
+  target_id: string
+  /** The affected user: the hidden item's owner, or the suspended or warned user. */
+  user_id: string
+  report_id: string | null
+  note: string | null
+  taken_by: string
+  created_at: CreatedAt
+  reversed_at: Timestamp | null
+}
+
+export interface AppealsTable {
+  id: string
+  action_id: string
+  user_id: string
+  text: string
+  status: ColumnType<AppealStatus, AppealStatus | undefined, AppealStatus>
+  note: string | null
+  created_at: CreatedAt
+  decided_at: Timestamp | null
+  decided_by: string | null
+}
+
+/** A user's inbox of service notices (DECISIONS §11). */
+export interface MessagesTable {
+  id: string
+  user_id: string
+  kind: string
+  title: string
+  body: string
+  action_id: string | null
+  created_at: CreatedAt
+  read_at: Timestamp | null
+}
+
+/** A message of the day, shown while starts_at <= now < ends_at. */
+export interface MotdTable {
+  id: string
+  text: string
+  severity: MotdSeverity
+  starts_at: Timestamp
+  ends_at: Timestamp
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+/** The widget catalogue: each widget's settings are checked against its JSON Schema. */
+export interface WidgetsTable {
+  id: string
+  name: string
+  description: string
+  /** jsonb, written as JSON text. */
+  settings_schema: ColumnType<unknown, string, string>
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+export interface RoomWidgetsTable {
+  id: string
+  room_id: string
+  widget_id: string
+  /** jsonb, written as JSON text. */
+  settings: ColumnType<unknown, string, string>
+  installed_by: string
+  version: ColumnType<number, number | undefined, number>
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
 export interface Database {
   users: UsersTable
   sessions: SessionsTable
@@ -275,6 +382,13 @@ export interface Database {
   passport_skills: PassportSkillsTable
   passport_experience: PassportExperienceTable
   idempotency_keys: IdempotencyKeysTable
+  reports: ReportsTable
+  moderation_actions: ModerationActionsTable
+  appeals: AppealsTable
+  messages: MessagesTable
+  motd: MotdTable
+  widgets: WidgetsTable
+  room_widgets: RoomWidgetsTable
 }
 
 export type { Generated }

@@ -8,9 +8,9 @@
 // a refusal; a route that names no operation stops the app from starting.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { Actor } from '../core/actor.js'
-import { AppError, asAppError } from '../core/errors.js'
+import { AppError, accountSuspended, asAppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
-import { accessOn, isOperationId, OPERATIONS, type Access, type OperationId, type Tier, type Transport } from '../core/operations.js'
+import { accessOn, isOperationId, OPERATIONS, SUSPENDED_MAY_CALL, type Access, type OperationId, type Tier, type Transport } from '../core/operations.js'
 import { rateLimitedError, rateLimitHeaders, type Limiter } from '../ratelimit/limiter.js'
 
 declare module 'fastify' {
@@ -46,6 +46,8 @@ export interface Admission {
 export interface AdmissionPolicy {
   access: Access
   tier: Tier
+  /** A suspended user may call it (DECISIONS §11: read why, appeal, sign out). */
+  suspendedMayCall: boolean
 }
 
 export async function admit (core: Core, limiter: Limiter | undefined, request: FastifyRequest, policy: AdmissionPolicy, credential: string | undefined, credentialRequired: string): Promise<Admission> {
@@ -72,6 +74,7 @@ export async function admit (core: Core, limiter: Limiter | undefined, request: 
 
   if (identityError !== null) return { actor, headers, refusal: identityError }
   if (policy.access === 'required' && actor === null) return { actor, headers, refusal: new AppError('unauthenticated', credentialRequired) }
+  if (actor?.suspended === true && !policy.suspendedMayCall) return { actor, headers, refusal: accountSuspended() }
   return { actor, headers, refusal: null }
 }
 
@@ -102,7 +105,7 @@ export function installAdmission (scope: FastifyInstance, options: GateOptions):
       throw new Error(`${String(route.method)} ${route.url}: no operation in the catalogue (src/core/operations.ts) for ${String(operation)}`)
     }
     const policy = OPERATIONS[operation]
-    route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier } }
+    route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier, suspendedMayCall: SUSPENDED_MAY_CALL.has(operation) } }
   })
   scope.decorateRequest('actor', null)
   scope.addHook('onRequest', async (request, reply) => {

@@ -15,7 +15,7 @@ const RESOLVE_RETRY_MAX_MS = 2_000
 
 export function audienceKey (audience: Audience): string {
   switch (audience.kind) {
-    case 'room': return `r:${audience.roomId}`
+    case 'room': return audience.sparkId === undefined ? `r:${audience.roomId}` : `r:${audience.roomId}:${audience.sparkId}`
     case 'office': return `o:${audience.officeId}`
     case 'users': return `u:${[...audience.userIds].sort().join(',')}`
   }

@@ -16,6 +16,7 @@ const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }
   unauthenticated: { status: 401, error: 'Unauthorized' },
   session_expired: { status: 401, error: 'Session expired' },
   forbidden: { status: 403, error: 'Forbidden' },
+  suspended: { status: 403, error: 'AccountSuspended' },
   not_found: { status: 404, error: 'NotFound' },
   conflict: { status: 409, error: 'Conflict' },
   precondition: { status: 409, error: 'FailedPrecondition' },

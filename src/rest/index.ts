@@ -18,6 +18,7 @@ import type { Limiter } from '../ratelimit/limiter.js'
 import { installRequestGate } from './request-gate.js'
 import { installIdempotency } from './idempotency.js'
 import { rtcRoutes } from './rtc.routes.js'
+import { appealRoutes, classifyRoutes, messageRoutes, motdRoutes, reportRoutes, roomWidgetRoutes, widgetRoutes } from './safety.routes.js'
 import { userRoutes } from './users.routes.js'
 import { typeBoxValidatorCompiler } from './validation.js'
 
@@ -45,6 +46,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   installIdempotency(app, core)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
   await app.register(roomRoutes(core), { prefix: '/rooms' })
+  await app.register(roomWidgetRoutes(core), { prefix: '/rooms' })
   await app.register(sparkRoutes(core), { prefix: '/sparks' })
   await app.register(canvasRoutes(core), { prefix: '/canvas' })
   await app.register(cursorRoutes(core), { prefix: '/canvas' })
@@ -55,6 +57,12 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(shelfRoutes(core), { prefix: '/shelves' })
   await app.register(passportRoutes(core), { prefix: '/passport' })
   await app.register(cvRoutes(core), { prefix: '/cv' })
+  await app.register(reportRoutes(core), { prefix: '/reports' })
+  await app.register(appealRoutes(core), { prefix: '/appeals' })
+  await app.register(messageRoutes(core), { prefix: '/messages' })
+  await app.register(motdRoutes(core), { prefix: '/motd' })
+  await app.register(widgetRoutes(core), { prefix: '/widgets' })
+  await app.register(classifyRoutes(core), { prefix: '/classify' })
   await app.register(syncRoutes(live), { prefix: '/sync' })
   // /uploads and /attachments, in a scope of their own that reads multipart bodies only.
   await app.register(uploadRoutes(core))

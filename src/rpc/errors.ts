@@ -30,6 +30,7 @@ const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   unauthenticated: Code.Unauthenticated,
   session_expired: Code.Unauthenticated,
   forbidden: Code.PermissionDenied,
+  suspended: Code.PermissionDenied,
   not_found: Code.NotFound,
   conflict: Code.AlreadyExists,
   precondition: Code.FailedPrecondition,

@@ -71,7 +71,7 @@ export async function findSessionsWithUsers (db: Db, ids: readonly string[]): Pr
   if (ids.length === 0) return []
   return await db.selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['sessions.id as session_id', 'sessions.revoked_at', 'sessions.expires_at', 'users.id', 'users.email', 'users.display_name', 'users.avatar_url', 'users.created_at', 'users.updated_at'])
+    .select(['sessions.id as session_id', 'sessions.revoked_at', 'sessions.expires_at', 'users.id', 'users.email', 'users.display_name', 'users.avatar_url', 'users.created_at', 'users.updated_at', 'users.suspended_at'])
     .where('sessions.id', 'in', ids)
     .execute()
 }

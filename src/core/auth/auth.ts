@@ -29,7 +29,7 @@ export function createAuth (deps: CoreDeps) {
     now: monotonicMs,
     load: async (ids) => {
       const rows = await repo.findSessionsWithUsers(db, ids)
-      return new Map(rows.map((row) => [row.session_id, { userId: row.id, expiresAt: row.expires_at, revokedAt: row.revoked_at, user: toUser(row) }]))
+      return new Map(rows.map((row) => [row.session_id, { userId: row.id, expiresAt: row.expires_at, revokedAt: row.revoked_at, user: toUser(row), suspended: row.suspended_at !== null }]))
     },
     onRefreshError: (error) => { log.warn({ err: error }, 'session cache: renewing sessions failed; they are read again when they expire') }
   })
@@ -196,7 +196,7 @@ export function createAuth (deps: CoreDeps) {
       if (claims.exp * 1000 <= now.getTime()) throw new AppError('session_expired', 'Session expired')
       // A session found revoked or absent once stays so: no database read for a replayed dead token.
       if (validSessions.refusal(claims.sid) !== undefined) throw new AppError('unauthenticated', 'Session revoked')
-      let session: { userId: string, expiresAt: Date } | undefined = validSessions.get(claims.sid, now.getTime())
+      let session: { userId: string, expiresAt: Date, suspended: boolean } | undefined = validSessions.get(claims.sid, now.getTime())
       if (session === undefined) {
         const record = await validSessions.load(claims.sid)
         if (record === undefined || record.revokedAt !== null) throw new AppError('unauthenticated', 'Session revoked')
@@ -204,7 +204,8 @@ export function createAuth (deps: CoreDeps) {
         session = record
       }
       if (session.userId !== claims.sub) throw new AppError('unauthenticated', 'Session revoked')
-      return { userId: claims.sub, sessionId: claims.sid, expiresAt: new Date(Math.min(claims.exp * 1000, session.expiresAt.getTime())) }
+      const actor: Actor = { userId: claims.sub, sessionId: claims.sid, expiresAt: new Date(Math.min(claims.exp * 1000, session.expiresAt.getTime())) }
+      return session.suspended ? { ...actor, suspended: true } : actor
     },
 
     async logout (actor: Actor): Promise<void> {

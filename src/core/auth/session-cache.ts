@@ -46,12 +46,15 @@ export interface SessionRecord {
   expiresAt: Date
   revokedAt: Date | null
   user: User
+  /** The user is suspended (DECISIONS §11): the gate refuses all but a few operations. */
+  suspended: boolean
 }
 
 export interface CachedSession {
   userId: string
   expiresAt: Date
   user: User
+  suspended: boolean
   /** When the read this entry comes from was sent (on the cache's monotonic `now`). */
   cachedAt: number
 }
@@ -133,7 +136,7 @@ export function createSessionCache (options: SessionCacheOptions): SessionCache 
       if (oldest !== undefined) entries.delete(oldest)
     }
     entries.delete(sessionId) // re-inserted last: renewed entries are the newest
-    entries.set(sessionId, { userId: record.userId, expiresAt: record.expiresAt, user: record.user, cachedAt: readAt })
+    entries.set(sessionId, { userId: record.userId, expiresAt: record.expiresAt, user: record.user, suspended: record.suspended, cachedAt: readAt })
   }
 
   function refuse (sessionId: string, why: Refusal): void {

@@ -11,8 +11,11 @@ import type { TilePosition, TileState } from './canvas.types.js'
 export interface TileRoom {
   id: string
   room_id: string
+  created_by: string
+  hidden_at: Date | null
   room_is_public: boolean
   room_created_by: string
+  room_hidden_at: Date | null
 }
 
 /** A tile about to move, with what the move decides on, read in one round trip. */
@@ -32,7 +35,7 @@ export async function lockTileToMove (db: Db, tileId: string, moverId: string, t
   const row = await db.selectFrom('sparks')
     .innerJoin('rooms', 'rooms.id', 'sparks.room_id')
     .selectAll('sparks')
-    .select(['rooms.is_public as room_is_public', 'rooms.created_by as room_created_by'])
+    .select(['rooms.is_public as room_is_public', 'rooms.created_by as room_created_by', 'rooms.hidden_at as room_hidden_at'])
     .select((eb) => [
       eb.exists(eb.selectFrom('room_members').select('room_members.user_id').whereRef('room_members.room_id', '=', 'sparks.room_id').where('room_members.user_id', '=', moverId)).as('mover_is_member'),
       eb.exists(eb.selectFrom('sparks as other').select('other.id')
@@ -46,8 +49,18 @@ export async function lockTileToMove (db: Db, tileId: string, moverId: string, t
   return row === undefined ? undefined : { ...row, mover_is_member: Boolean(row.mover_is_member), target_collides: Boolean(row.target_collides) }
 }
 
-export async function tilePositions (db: Db, roomId: string): Promise<TileState[]> {
-  return await db.selectFrom('sparks').select(['id as tileId', 'x', 'y', 'version']).where('room_id', '=', roomId).execute()
+/** A room's tiles; with `viewerId`, only those the viewer may see (hidden ones are their creator's
+ *  alone, room-access.ts), with `null` only those everyone may see (what goes to the whole room). */
+export async function tilePositions (db: Db, roomId: string, viewerId?: string | null): Promise<TileState[]> {
+  let query = db.selectFrom('sparks').select(['id as tileId', 'x', 'y', 'version']).where('room_id', '=', roomId)
+  if (viewerId === null) query = query.where('hidden_at', 'is', null)
+  else if (viewerId !== undefined) query = query.where((eb) => eb.or([eb('hidden_at', 'is', null), eb('created_by', '=', viewerId)]))
+  return await query.execute()
+}
+
+/** The room's hidden tiles (a moderation action): events about them go to their creators alone. */
+export async function hiddenTileIds (db: Db, roomId: string): Promise<string[]> {
+  return (await db.selectFrom('sparks').select('id').where('room_id', '=', roomId).where('hidden_at', 'is not', null).execute()).map((r) => r.id)
 }
 
 /** A room's tiles and their versions, by id: what a layout is computed from and guarded by. */
@@ -67,7 +80,7 @@ export async function findTileRooms (db: Db, ids: readonly string[]): Promise<Ti
   if (ids.length === 0) return []
   return await db.selectFrom('sparks')
     .innerJoin('rooms', 'rooms.id', 'sparks.room_id')
-    .select(['sparks.id', 'sparks.room_id', 'rooms.is_public as room_is_public', 'rooms.created_by as room_created_by'])
+    .select(['sparks.id', 'sparks.room_id', 'sparks.created_by', 'sparks.hidden_at', 'rooms.is_public as room_is_public', 'rooms.created_by as room_created_by', 'rooms.hidden_at as room_hidden_at'])
     .where('sparks.id', 'in', ids)
     .execute()
 }

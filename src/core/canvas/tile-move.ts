@@ -33,7 +33,7 @@ export async function moveTile (deps: CoreDeps, actor: Actor, move: { tileId: st
     const event = {
       type: 'position:updated' satisfies EventType,
       payload: moved satisfies Omit<EventMap['position:updated'], 'version'>,
-      audience: { kind: 'room', roomId: tile.room_id } satisfies Audience,
+      audience: { kind: 'room', roomId: tile.room_id, sparkId: tile.id } satisfies Audience,
       userId: actor.userId
     }
     const spark = await setTilePositionLogged(trx, tile.id, x, y, now, event)

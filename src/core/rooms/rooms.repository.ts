@@ -59,7 +59,7 @@ export async function listMemberRooms (db: Db, userId: string, window: PageWindo
   const base = db.selectFrom('rooms')
     .innerJoin('room_members', 'room_members.room_id', 'rooms.id')
     .where('room_members.user_id', '=', userId)
-    .where((eb) => eb.or([eb('rooms.is_public', '=', true), eb('rooms.created_by', '=', userId)]))
+    .where((eb) => eb.or([eb.and([eb('rooms.is_public', '=', true), eb('rooms.hidden_at', 'is', null)]), eb('rooms.created_by', '=', userId)]))
   const { total } = await base.select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()
   const rows = await base.selectAll('rooms')
     .orderBy('rooms.created_at', 'desc').orderBy('rooms.id', 'desc')
@@ -68,8 +68,9 @@ export async function listMemberRooms (db: Db, userId: string, window: PageWindo
   return { rows, total }
 }
 
+/** Every public room open to all: a hidden one is listed to its creator among their own rooms only. */
 export async function listPublicRooms (db: Db, window: PageWindow): Promise<{ rows: RoomRow[], total: number }> {
-  const base = db.selectFrom('rooms').where('is_public', '=', true)
+  const base = db.selectFrom('rooms').where('is_public', '=', true).where('hidden_at', 'is', null)
   const { total } = await base.select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()
   const rows = await base.selectAll()
     .orderBy('created_at', 'desc').orderBy('id', 'desc')

@@ -43,10 +43,10 @@ export async function lockShelfCreation (db: Db, ownerId: string): Promise<void>
 /** A user's shelves (only public ones when `onlyPublic`), newest first, with their link counts. */
 export async function listShelves (db: Db, ownerId: string, onlyPublic: boolean, window: PageWindow): Promise<{ rows: ShelfWithCount[], total: number }> {
   let base = db.selectFrom('shelves').where('owner_id', '=', ownerId)
-  if (onlyPublic) base = base.where('is_public', '=', true)
+  if (onlyPublic) base = base.where('is_public', '=', true).where('hidden_at', 'is', null)
   const { total } = await base.select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()
   let query = withLinkCount(db).where('shelves.owner_id', '=', ownerId)
-  if (onlyPublic) query = query.where('shelves.is_public', '=', true)
+  if (onlyPublic) query = query.where('shelves.is_public', '=', true).where('shelves.hidden_at', 'is', null)
   const rows = await query.orderBy('shelves.created_at', 'desc').orderBy('shelves.id', 'desc').limit(window.limit).offset(window.offset).execute()
   return { rows: rows.map((r) => ({ ...r, link_count: r.link_count ?? 0 })), total }
 }

@@ -38,14 +38,15 @@ function ownersOnly (ownerId: string): { audience: { kind: 'users', userIds: str
   return { audience: { kind: 'users', userIds: [ownerId] }, userId: ownerId }
 }
 
-/** Private shelves exist only for their owner; a public one may be read by anyone signed in. */
-function readable<T extends { owner_id: string, is_public: boolean }> (row: T | undefined, actor: Actor): T {
-  if (row === undefined || (row.owner_id !== actor.userId && !row.is_public)) throw notFound('Shelf')
+/** Private shelves exist only for their owner, and so do hidden ones (a moderation action,
+ *  DECISIONS §11); a public one may be read by anyone signed in. */
+export function readable<T extends { owner_id: string, is_public: boolean, hidden_at: Date | null }> (row: T | undefined, actor: Actor): T {
+  if (row === undefined || (row.owner_id !== actor.userId && (!row.is_public || row.hidden_at !== null))) throw notFound('Shelf')
   return row
 }
 
 /** Only the owner changes a shelf; others see a private one not at all, a public one as read-only. */
-function writable<T extends { owner_id: string, is_public: boolean }> (row: T | undefined, actor: Actor): T {
+function writable<T extends { owner_id: string, is_public: boolean, hidden_at: Date | null }> (row: T | undefined, actor: Actor): T {
   const shelf = readable(row, actor)
   if (shelf.owner_id !== actor.userId) throw forbidden('Only the owner of a shelf may change it.')
   return shelf

@@ -8,7 +8,7 @@ import type { PageWindow } from '../pagination.js'
 export type SparkRow = Selectable<SparksTable>
 
 /** A spark with what access decisions need to know about its room. */
-export type SparkWithRoom = SparkRow & { room_is_public: boolean, room_created_by: string }
+export type SparkWithRoom = SparkRow & { room_is_public: boolean, room_created_by: string, room_hidden_at: Date | null }
 
 export async function insertSpark (db: Db, spark: { id: string, roomId: string, title: string, content: string, x: number, y: number, createdBy: string, now: Date }): Promise<SparkRow> {
   return await db.insertInto('sparks').values({
@@ -46,7 +46,7 @@ export async function findSparkWithRoom (db: Db, id: string): Promise<SparkWithR
   return await db.selectFrom('sparks')
     .innerJoin('rooms', 'rooms.id', 'sparks.room_id')
     .selectAll('sparks')
-    .select(['rooms.is_public as room_is_public', 'rooms.created_by as room_created_by'])
+    .select(['rooms.is_public as room_is_public', 'rooms.created_by as room_created_by', 'rooms.hidden_at as room_hidden_at'])
     .where('sparks.id', '=', id)
     .executeTakeFirst()
 }
@@ -56,8 +56,9 @@ export async function findSparkForUpdate (db: Db, id: string): Promise<SparkRow 
   return await db.selectFrom('sparks').selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-export async function listSparksInRoom (db: Db, roomId: string, window: PageWindow): Promise<{ rows: SparkRow[], total: number }> {
-  const base = db.selectFrom('sparks').where('room_id', '=', roomId)
+/** The sparks of a room the viewer may see (a hidden one is its creator's alone, room-access.ts). */
+export async function listSparksInRoom (db: Db, roomId: string, viewerId: string, window: PageWindow): Promise<{ rows: SparkRow[], total: number }> {
+  const base = db.selectFrom('sparks').where('room_id', '=', roomId).where((eb) => eb.or([eb('hidden_at', 'is', null), eb('created_by', '=', viewerId)]))
   const { total } = await base.select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()
   const rows = await base.selectAll()
     .orderBy('created_at').orderBy('id')

@@ -35,7 +35,7 @@ export function createSparks (deps: CoreDeps) {
       await loadVisibleRoom(db, actor, query.roomId)
       await joinRoom(db, query.roomId, actor.userId, clock.now())
       const window = pageWindow(query)
-      const { rows, total } = await repo.listSparksInRoom(db, query.roomId, window)
+      const { rows, total } = await repo.listSparksInRoom(db, query.roomId, actor.userId, window)
       return { items: rows.map(toSpark), pagination: paginationOf(window, total) }
     },
 
@@ -58,7 +58,7 @@ export function createSparks (deps: CoreDeps) {
         if (await repo.countSparksInRoom(trx, roomId) >= MAX_TILES_PER_ROOM) throw new AppError('limit_reached', TILE_LIMIT_MESSAGE)
         const spark = toSpark(await repo.insertSpark(trx, { id: newId('spark'), roomId, title, content: content ?? '', x, y, createdBy: actor.userId, now }))
         await joinRoom(trx, roomId, actor.userId, now)
-        publish('spark:created', spark, { audience: { kind: 'room', roomId }, userId: actor.userId })
+        publish('spark:created', spark, { audience: { kind: 'room', roomId, sparkId: spark.id }, userId: actor.userId })
         return spark
       })
     },
@@ -79,7 +79,7 @@ export function createSparks (deps: CoreDeps) {
         }
         const spark = toSpark(await repo.updateSparkText(trx, sparkId, { title, content }, now))
         await joinRoom(trx, current.room_id, actor.userId, now)
-        publish('spark:updated', spark, { audience: { kind: 'room', roomId: spark.roomId }, userId: actor.userId })
+        publish('spark:updated', spark, { audience: { kind: 'room', roomId: spark.roomId, sparkId: spark.id }, userId: actor.userId })
         return spark
       })
     },
@@ -93,7 +93,7 @@ export function createSparks (deps: CoreDeps) {
         requireSparkEditor(spark, room, actor, 'delete')
         await repo.deleteSparkRow(trx, sparkId)
         await joinRoom(trx, spark.room_id, actor.userId, now)
-        publish('spark:deleted', { id: sparkId, roomId: spark.room_id, version: spark.version }, { audience: { kind: 'room', roomId: spark.room_id }, userId: actor.userId })
+        publish('spark:deleted', { id: sparkId, roomId: spark.room_id, version: spark.version }, { audience: { kind: 'room', roomId: spark.room_id, sparkId }, userId: actor.userId })
       })
     },
 
