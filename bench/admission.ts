@@ -24,11 +24,9 @@
 // BENCH_SCENARIOS (a comma list of many, lockstep, single; all by default: `many` alone to profile
 // it with BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=prof'), BENCH_BASELINE_ROOT (another checkout,
 // built, e.g. of the main branch, measured on the same users in the same rounds: before and after).
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
-import { BENCH_JWT_SECRET, buildDist, importBuilt, startTarget, type Target } from './harness.js'
+import { buildDist, seedUsers, spreadOver, startTarget, type Target } from './harness.js'
 
 const databaseUrl = process.env.DATABASE_URL
 if (databaseUrl === undefined || process.env.REDIS_URL === undefined) {
@@ -50,39 +48,6 @@ const median = (values: number[]): number => {
   return sorted[Math.floor(sorted.length / 2)] ?? NaN
 }
 
-/** Signs `count` users up and in through the core's own magic-link flow; returns their session JWTs. */
-async function seed (count: number, label: string): Promise<string[]> {
-  const { buildApp, loadConfig } = await importBuilt()
-  const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-admission-seed-'))
-  const app = await buildApp(loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }), { rateLimit: false })
-  try {
-    const emails = Array.from({ length: count }, (_, i) => `admission-${label}-${i}@example.test`)
-    const inParallel = async <T>(items: string[], work: (item: string) => Promise<T>): Promise<T[]> => {
-      const results: T[] = new Array<T>(items.length)
-      let next = 0
-      await Promise.all(Array.from({ length: 16 }, async () => {
-        while (next < items.length) {
-          const i = next++
-          results[i] = await work(items[i]!)
-        }
-      }))
-      return results
-    }
-    await inParallel(emails, async (email) => await app.core.auth.requestLogin({ email }, { poll: false }))
-    const outbox = join(dataDir, 'outbox')
-    const linkOf = new Map<string, string>()
-    for (const file of readdirSync(outbox)) {
-      const mail = JSON.parse(readFileSync(join(outbox, file), 'utf8')) as { to: string, text: string }
-      const token = /token=([A-Za-z0-9_-]+)/.exec(mail.text)?.[1]
-      if (token !== undefined) linkOf.set(mail.to, token)
-    }
-    const signedIn = await inParallel(emails, async (email) => await app.core.auth.signInWithLink({ token: linkOf.get(email) ?? '' }))
-    return signedIn.map((s) => s.sessionToken)
-  } finally {
-    await app.close()
-  }
-}
-
 /** User + system CPU time of a process so far, in microseconds (Linux /proc; NaN elsewhere). */
 function cpuUsOf (pid: number | undefined): number {
   try {
@@ -99,29 +64,11 @@ interface Measurement { rps: number, p99: number, requests: number, non2xx: numb
 type Requests = NonNullable<autocannon.Options['requests']>
 
 /**
- * Each connection cycles over every request, starting at its own offset (spaced evenly), so requests
- * in flight at once are for different users, as with real callers. Given one shared list, every
- * connection would start at user 0 and they would stay in lockstep: all 50 asking for the same user
- * at once, so 50 concurrent cache misses per user on the first pass instead of one.
- */
-function spread (requests: Requests): Pick<autocannon.Options, 'requests' | 'setupClient'> {
-  let clients = 0
-  const step = Math.max(1, Math.floor(requests.length / connections))
-  return {
-    requests,
-    setupClient: (client) => {
-      const offset = (clients++ * step) % requests.length
-      if (offset > 0) client.setRequests([...requests.slice(offset), ...requests.slice(0, offset)])
-    }
-  }
-}
-
-/**
  * One scenario: a 1 s unmeasured warm-up, then the measured run; 429s of both are counted. `lockstep`
  * hands every connection the same list (each starts at the first user), as a naive generator would.
  */
 async function measure (target: Target, requests: Requests, pid?: number, lockstep = false): Promise<Measurement> {
-  const options: autocannon.Options = { url: target.url, connections, ...(lockstep ? { requests } : spread(requests)) }
+  const options: autocannon.Options = { url: target.url, connections, ...(lockstep ? { requests } : spreadOver(requests, connections)) }
   const warm = await autocannon({ ...options, duration: WARM_UP_SECONDS })
   const cpuBefore = cpuUsOf(pid)
   const result = await autocannon({ ...options, duration })
@@ -160,9 +107,9 @@ const label = started.toString(36)
 const groups = { many: [] as string[][], lockstep: [] as string[][] }
 for (const scenario of ['many', 'lockstep'] as const) {
   if (!scenarios.has(scenario)) continue
-  for (let round = 1; round <= rounds; round++) groups[scenario].push(await seed(users, `${label}-${scenario}-r${round}`))
+  for (let round = 1; round <= rounds; round++) groups[scenario].push(await seedUsers(users, `${label}-${scenario}-r${round}`))
 }
-const [singleToken] = await seed(1, `${label}-single`)
+const [singleToken] = await seedUsers(1, `${label}-single`)
 console.log(`seeded ${groups.many.length + groups.lockstep.length} × ${users} users and 1 more through the sign-in flow in ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
 // A user answers as itself (the cookie is not just any valid one). Checked on two users of the

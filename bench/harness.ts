@@ -53,7 +53,7 @@ export function reapOnExit<C extends ChildProcess> (child: C): C {
   return child
 }
 
-export async function startTarget (kind: 'service' | 'raw' | 'frameworks', env: Record<string, string | undefined> = {}): Promise<Target> {
+export async function startTarget (kind: 'service' | 'raw' | 'raw-pg' | 'frameworks', env: Record<string, string | undefined> = {}): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-'))
   // BENCH_NODE_ARGS passes flags to the service's node (e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it).
   const nodeArgs = kind === 'service' ? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '') : []
@@ -124,5 +124,56 @@ export function processCpuSeconds (pid: number | undefined): number {
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
   } catch {
     return Number.NaN
+  }
+}
+
+/** Signs `count` users up and in through the core's own magic-link flow; returns their session JWTs. */
+export async function seedUsers (count: number, label: string): Promise<string[]> {
+  const { buildApp, loadConfig } = await importBuilt()
+  const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-admission-seed-'))
+  const app = await buildApp(loadConfig({ ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' }), { rateLimit: false })
+  try {
+    const emails = Array.from({ length: count }, (_, i) => `admission-${label}-${i}@example.test`)
+    const inParallel = async <T>(items: string[], work: (item: string) => Promise<T>): Promise<T[]> => {
+      const results: T[] = new Array<T>(items.length)
+      let next = 0
+      await Promise.all(Array.from({ length: 16 }, async () => {
+        while (next < items.length) {
+          const i = next++
+          results[i] = await work(items[i]!)
+        }
+      }))
+      return results
+    }
+    await inParallel(emails, async (email) => await app.core.auth.requestLogin({ email }, { poll: false }))
+    const outbox = join(dataDir, 'outbox')
+    const linkOf = new Map<string, string>()
+    for (const file of readdirSync(outbox)) {
+      const mail = JSON.parse(readFileSync(join(outbox, file), 'utf8')) as { to: string, text: string }
+      const token = /token=([A-Za-z0-9_-]+)/.exec(mail.text)?.[1]
+      if (token !== undefined) linkOf.set(mail.to, token)
+    }
+    const signedIn = await inParallel(emails, async (email) => await app.core.auth.signInWithLink({ token: linkOf.get(email) ?? '' }))
+    return signedIn.map((s) => s.sessionToken)
+  } finally {
+    await app.close()
+  }
+}
+
+/**
+ * Each connection cycles over every request, starting at its own offset (spaced evenly), so requests
+ * in flight at once are for different users, as with real callers. Given one shared list, every
+ * connection would start at user 0 and they would stay in lockstep: all 50 asking for the same user
+ * at once, so 50 concurrent cache misses per user on the first pass instead of one.
+ */
+export function spreadOver (requests: NonNullable<autocannon.Options['requests']>, connections: number): Pick<autocannon.Options, 'requests' | 'setupClient'> {
+  let clients = 0
+  const step = Math.max(1, Math.floor(requests.length / connections))
+  return {
+    requests,
+    setupClient: (client) => {
+      const offset = (clients++ * step) % requests.length
+      if (offset > 0) client.setRequests([...requests.slice(offset), ...requests.slice(0, offset)])
+    }
   }
 }

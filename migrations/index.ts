@@ -11,8 +11,10 @@ import * as rtcUidClaims from './2026-11-26T12-00-00_rtc_uid_claims.js'
 import * as usersSearchKey from './2026-11-26T12-10-00_users_search_key.js'
 import * as shelvesPassport from './2026-11-26T12-20-00_shelves_passport.js'
 import * as sparksFillfactor from './2026-11-27T12-00-00_sparks_fillfactor.js'
+import * as storageBoundsAndInviteSends from './2026-11-28T01-00-00_storage_bounds_and_invite_sends.js'
 import * as trustAndSafety from './2026-11-28T02-00-00_trust_and_safety.js'
 import * as adminAuditLog from './2026-11-28T05-00-00_admin_audit_log.js'
+import * as idempotencyKeys from './2026-11-28T06-00-00_idempotency_keys.js'
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00_users_and_sessions': usersAndSessions,
@@ -26,6 +28,8 @@ export const migrations: Record<string, Migration> = {
   '2026-11-26T12-10-00_users_search_key': usersSearchKey,
   '2026-11-26T12-20-00_shelves_passport': shelvesPassport,
   '2026-11-27T12-00-00_sparks_fillfactor': sparksFillfactor,
+  '2026-11-28T01-00-00_storage_bounds_and_invite_sends': storageBoundsAndInviteSends,
   '2026-11-28T02-00-00_trust_and_safety': trustAndSafety,
-  '2026-11-28T05-00-00_admin_audit_log': adminAuditLog
+  '2026-11-28T05-00-00_admin_audit_log': adminAuditLog,
+  '2026-11-28T06-00-00_idempotency_keys': idempotencyKeys
 }

@@ -59,6 +59,9 @@ export interface Config {
   readonly computeQueue: number
   /** Where uploads are kept: DATA_DIR/uploads, or an S3-compatible bucket when S3_BUCKET is set. */
   readonly storage: StorageConfig
+  /** What one user's uploads may weigh in all (DECISIONS §16); an upload that would pass it is 413
+   *  `QuotaExceeded` and nothing of it is kept. */
+  readonly uploadQuotaBytes: number
   /** Plain Connect unary calls take the gateway's own routes (src/rpc/README.md); false: every call
    *  goes through @connectrpc/connect-fastify. */
   readonly rpcPlainUnary: boolean
@@ -83,6 +86,8 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>
+
+const GiB = 1024 ** 3
 
 function text (env: Env, name: string): string | undefined {
   const value = env[name]?.trim()
@@ -212,8 +217,11 @@ function storage (env: Env, dataDir: string): StorageConfig {
     for (const name of ['S3_ENDPOINT', 'S3_REGION', 'S3_FORCE_PATH_STYLE', 'S3_KEY_PREFIX']) {
       if (text(env, name) !== undefined) throw new ConfigError(name, 'has no effect without S3_BUCKET')
     }
-    return { kind: 'local', dir: join(dataDir, 'uploads') }
+    // The embedded database lives in DATA_DIR too: uploads stop (503) while the file system has
+    // less than this free, so they can never take the database's last byte.
+    return { kind: 'local', dir: join(dataDir, 'uploads'), reserveBytes: integer(env, 'UPLOAD_DISK_RESERVE_BYTES', GiB, 0, Number.MAX_SAFE_INTEGER) }
   }
+  if (text(env, 'UPLOAD_DISK_RESERVE_BYTES') !== undefined) throw new ConfigError('UPLOAD_DISK_RESERVE_BYTES', 'has no effect with S3_BUCKET (it guards local disk)')
   // S3's own naming rules are stricter; S3-compatible servers differ, so only what would break a URL is refused.
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(bucket)) throw new ConfigError('S3_BUCKET', `must be a bucket name (letters, digits, ".", "_", "-"), got "${bucket}"`)
   const endpoint = url(env, 'S3_ENDPOINT', ['http:', 'https:'])
@@ -333,6 +341,7 @@ export function loadConfig (env: Env = process.env): Config {
     // answers they may have given up on.
     computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000),
     storage: storage(env, dataDir),
+    uploadQuotaBytes: integer(env, 'UPLOAD_QUOTA_BYTES', GiB, 1, Number.MAX_SAFE_INTEGER),
     rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true'
   }
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {

@@ -81,7 +81,9 @@ t.test('the catalogue: every RPC method has its entry, and every entry is served
     }
   }
   // REST-only operations: the routes name them, and the app would not have started without them.
-  for (const restOnly of ['health.check', 'auth.openSignInLink', 'canvas.moveCursor', 'canvas.leaveCanvas', 'sync.subscribe', 'offices.listInvites', 'offices.cancelInvite', 'uploads.upload', 'uploads.attach', 'uploads.get', 'uploads.delete', 'users.uploadAvatar', 'passport.parseCV']) served.add(restOnly)
+  for (const restOnly of ['health.check', 'auth.openSignInLink', 'canvas.moveCursor', 'canvas.leaveCanvas', 'sync.subscribe', 'offices.listInvites', 'offices.cancelInvite', 'uploads.upload', 'uploads.attach', 'uploads.get', 'uploads.delete', 'users.uploadAvatar', 'passport.parseCV',
+    'reports.createReport', 'reports.listReports', 'appeals.createAppeal', 'appeals.listAppeals', 'messages.listMessages', 'messages.markRead', 'messages.deleteMessage',
+    'motd.getMotd', 'widgets.listWidgets', 'widgets.listInstallations', 'widgets.installWidget', 'widgets.updateInstallation', 'widgets.removeInstallation', 'safety.classify']) served.add(restOnly)
   t.same(Object.keys(OPERATIONS).filter((id) => !served.has(id)), [], 'no entry without a route or method')
 })
 

@@ -63,7 +63,7 @@ t.test('UpdatePosition: snap (33,47 → 40,40), no snap (40,60), collision flag;
   t.same(snapped.json(), { data: { tileId: b, x: 40, y: 40, version: 2, snapped: true, collisionDetected: true } }, 'b now overlaps a; the spark\'s version after the move')
   const event = await bus.waitFor((e) => e.type === 'position:updated' && e.payload.tileId === b)
   t.same(event.payload, snapped.json().data)
-  t.same(event.audience, { kind: 'room', roomId })
+  t.same(event.audience, { kind: 'room', roomId, sparkId: b }, 'a spark\'s event names it: a hidden spark\'s reach its creator alone')
   t.equal(event.userId, owner.userId)
 
   const exact = await owner.rpc(CanvasService).updatePosition({ tileId: b, x: 40, y: 60 })

@@ -64,6 +64,10 @@ t.test('a bad value names the variable', async (t) => {
     [{ S3_BUCKET: 'b1', AWS_ACCESS_KEY_ID: 'id-only' }, 'AWS_SECRET_ACCESS_KEY'],
     [{ S3_BUCKET: 'b1', AWS_SESSION_TOKEN: 'token-only' }, 'AWS_SESSION_TOKEN'],
     [{ S3_BUCKET: 'b1', S3_KEY_PREFIX: 'up loads/' }, 'S3_KEY_PREFIX'],
+    [{ UPLOAD_QUOTA_BYTES: '0' }, 'UPLOAD_QUOTA_BYTES'],
+    [{ UPLOAD_QUOTA_BYTES: '1GiB' }, 'UPLOAD_QUOTA_BYTES'],
+    [{ UPLOAD_DISK_RESERVE_BYTES: '-1' }, 'UPLOAD_DISK_RESERVE_BYTES'],
+    [{ S3_BUCKET: 'b1', UPLOAD_DISK_RESERVE_BYTES: '0' }, 'UPLOAD_DISK_RESERVE_BYTES'],
     [{ OIDC_ISSUER: 'https://id.example.com' }, 'OIDC_AUDIENCE'],
     [{ OIDC_AUDIENCE: 'canvas' }, 'OIDC_ISSUER'],
     [{ OIDC_ISSUER: 'id.example.com', OIDC_AUDIENCE: 'canvas' }, 'OIDC_ISSUER'],
@@ -101,7 +105,7 @@ t.test('OIDC: off unless issuer and audience are set; the issuer kept as written
 
 t.test('uploads: DATA_DIR/uploads by default; an S3-compatible bucket when S3_BUCKET is set', async (t) => {
   const dir = dataDir()
-  t.same(loadConfig({ DATA_DIR: dir }).storage, { kind: 'local', dir: join(dir, 'uploads') })
+  t.same(loadConfig({ DATA_DIR: dir }).storage, { kind: 'local', dir: join(dir, 'uploads'), reserveBytes: 1024 ** 3 })
   t.same(loadConfig({ DATA_DIR: dir, S3_BUCKET: 'canvas' }).storage, {
     kind: 's3', bucket: 'canvas', region: 'us-east-1', endpoint: undefined, forcePathStyle: false, credentials: undefined, keyPrefix: 'uploads/'
   }, 'AWS itself: virtual-hosted URLs, the SDK\'s own credential chain')
@@ -112,6 +116,13 @@ t.test('uploads: DATA_DIR/uploads by default; an S3-compatible bucket when S3_BU
   }, 'a self-hosted endpoint: path-style unless told otherwise')
   t.match(loadConfig({ DATA_DIR: dir, S3_BUCKET: 'canvas', S3_ENDPOINT: 'https://s3.example.com', S3_FORCE_PATH_STYLE: 'false' }).storage, { kind: 's3', forcePathStyle: false })
   t.equal(loadConfig({ DATA_DIR: dir, AWS_ACCESS_KEY_ID: 'for another tool', AWS_SECRET_ACCESS_KEY: 'x' }).storage.kind, 'local', 'AWS keys alone do not switch storage')
+})
+
+t.test('UPLOAD_QUOTA_BYTES: 1 GiB per user by default; UPLOAD_DISK_RESERVE_BYTES: 1 GiB kept free on local disk, 0 turns it off', async (t) => {
+  const dir = dataDir()
+  t.equal(loadConfig({ DATA_DIR: dir }).uploadQuotaBytes, 1024 ** 3)
+  t.equal(loadConfig({ DATA_DIR: dir, UPLOAD_QUOTA_BYTES: '3145728' }).uploadQuotaBytes, 3 * 1024 * 1024)
+  t.match(loadConfig({ DATA_DIR: dir, UPLOAD_DISK_RESERVE_BYTES: '0' }).storage, { kind: 'local', reserveBytes: 0 })
 })
 
 t.test('TRUST_PROXY accepts true and IP/CIDR lists', async (t) => {

@@ -34,7 +34,9 @@ const PUBLIC_ON_REST = new Set([
   'GET /api/auth/authorize',
   'POST /api/auth/confirm-deletion',
   'GET /api/invites/:token',
-  'GET /api/uploads/:fileId'
+  'GET /api/uploads/:fileId',
+  // DECISIONS §11: the messages of the day are public.
+  'GET /api/motd'
 ])
 
 t.test('the route table has the REST API in it', async (t) => {

@@ -99,7 +99,8 @@ const VALID: Record<string, Valid> = {
   'app.offices.v1.OfficesService/ListMembers': { request: ({ officeId }) => ({ officeId }) },
   'app.offices.v1.OfficesService/UpdateOffice': { request: ({ officeId }) => ({ officeId, description: 'Described' }), writes: true },
   'app.offices.v1.OfficesService/DeleteOffice': { request: async (_, make) => ({ officeId: await make.office() }), writes: true },
-  'app.offices.v1.OfficesService/InviteToOffice': { request: ({ officeId }) => ({ officeId, email: 'invited@example.test', role: 'member' }), writes: true },
+  // An office of its own each time: one address gets at most 3 invitations a day from one office (DECISIONS §16).
+  'app.offices.v1.OfficesService/InviteToOffice': { request: async (_, make) => ({ officeId: await make.office(), email: 'invited@example.test', role: 'member' }), writes: true },
   'app.users.v1.UsersService/GetUser': { request: ({ userId }) => ({ userId }) },
   'app.users.v1.UsersService/GetDisplayInfo': { request: ({ userId }) => ({ userIds: [userId] }) },
   'app.users.v1.UsersService/SearchUsers': { request: () => ({ query: 'equivalence' }) },

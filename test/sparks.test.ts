@@ -35,7 +35,7 @@ t.test('REST create → RPC read and RPC create (binary) → REST read; spark:cr
 
   const event = await bus.waitFor((e) => e.type === 'spark:created' && e.payload.id === spark.id)
   t.same(event.payload, spark, 'the full spark')
-  t.same(event.audience, { kind: 'room', roomId })
+  t.same(event.audience, { kind: 'room', roomId, sparkId: spark.id }, 'a spark\'s event names it: a hidden spark\'s reach its creator alone')
   t.equal(event.userId, owner.userId)
 
   const viaRpc = (await owner.rpc(SparksService, { binary: true }).createSpark({ title: 'Zero', content: '', roomId, x: 0, y: 0 })).spark
@@ -130,7 +130,7 @@ t.test('edits: version +1 per change, If-Match / expectedVersion guard against s
   t.equal(edited.headers.etag, '"2"')
   const updatedEvent = await bus.waitFor((e) => e.type === 'spark:updated' && e.payload.id === spark.id && e.payload.version === 2)
   t.same(updatedEvent.payload, edited.json().data)
-  t.same(updatedEvent.audience, { kind: 'room', roomId })
+  t.same(updatedEvent.audience, { kind: 'room', roomId, sparkId: spark.id }, 'a spark\'s event names it: a hidden spark\'s reach its creator alone')
   t.equal(updatedEvent.userId, owner.userId)
 
   const mark = bus.mark()
@@ -189,7 +189,7 @@ t.test('delete: by the spark\'s creator or the room\'s creator; spark:deleted { 
   t.equal(deleted.statusCode, 204)
   const event = await bus.waitFor((e) => e.type === 'spark:deleted' && e.payload.id === mine.id, mark)
   t.same(event.payload, { id: mine.id, roomId, version: lastVersion }, 'with the version the spark had when deleted')
-  t.same(event.audience, { kind: 'room', roomId })
+  t.same(event.audience, { kind: 'room', roomId, sparkId: mine.id }, 'a spark\'s event names it: a hidden spark\'s reach its creator alone')
   t.equal(event.userId, author.userId)
   t.same(plain(await owner.rpc(SparksService, { binary: true }).deleteSpark({ sparkId: second })), {}, 'the room owner deletes another user\'s spark')
   await bus.waitFor((e) => e.type === 'spark:deleted' && e.payload.id === second, mark)
@@ -210,7 +210,7 @@ t.test('MoveSpark / PATCH /api/sparks/:id/position: snapped, collision-checked, 
   t.match(moved.json().data.spark, { id: b.id, x: 40, y: 40, version: 2 })
   const event = await bus.waitFor((e) => e.type === 'position:updated' && e.payload.tileId === b.id)
   t.same(event.payload, moved.json().data.position, 'the payload is the PositionResult')
-  t.same(event.audience, { kind: 'room', roomId })
+  t.same(event.audience, { kind: 'room', roomId, sparkId: b.id }, 'a spark\'s event names it: a hidden spark\'s reach its creator alone')
   t.equal(event.userId, owner.userId)
 
   for (const [i, binary] of [false, true].entries()) {

@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import S3rver from 's3rver'
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3'
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { sweepUnreferencedBytes } from '../src/core/uploads/upload-sweep.js'
 import { startApp } from './helpers/app.js'
 import { signInPerson } from './helpers/people.js'
 import { deleteAccount, eventually, formOf, multipartBytes, pngOfSize, rawUpload, SAMPLES, uploadClient } from './helpers/uploads.js'
@@ -144,7 +145,7 @@ t.test('delete and account deletion remove the objects', async (t) => {
   t.notOk(left.includes(`uploads/${String(b.id)}`) || left.includes(`uploads/${String(c.id)}`), 'account deleted: its objects are gone')
 })
 
-t.test('S3 down: uploads and reads answer 503, health says unhealthy, deletion completes; all well once it is back', async (t) => {
+t.test('S3 down: uploads and reads answer 503, health says unhealthy, deletion completes; all well once it is back, its leftovers for the sweep', async (t) => {
   const user = await signInPerson(s, 's3-down')
   const kept = (await client.post(user.cookie, formOf(['type', 'avatar'], { filename: 'me.png', content: SAMPLES.png }))).json().data!
   const leaving = await signInPerson(s, 's3-leaving')
@@ -157,8 +158,6 @@ t.test('S3 down: uploads and reads answer 503, health says unhealthy, deletion c
   const read = await client.get(undefined, String(kept.url))
   t.equal(read.status, 503)
   t.equal(read.json().error, 'ServiceUnavailable')
-  const remove = await client.delete(user.cookie, String(kept.url))
-  t.equal(remove.status, 503, 'a delete that cannot remove the object changes nothing')
   const health = await s.app.inject({ method: 'GET', url: '/health' })
   t.equal(health.statusCode, 503)
   t.equal(health.json().services.storage.status, 'unhealthy')
@@ -167,7 +166,33 @@ t.test('S3 down: uploads and reads answer 503, health says unhealthy, deletion c
   s3 = await startS3(s3.port)
   t.equal((await s.app.inject({ method: 'GET', url: '/health' })).json().services.storage.status, 'healthy')
   const again = await client.get(undefined, String(kept.url))
-  t.equal(again.status, 200, 'the failed delete left the file in place')
+  t.equal(again.status, 200)
   t.same(again.body, SAMPLES.png)
   t.equal((await client.get(user.cookie, String(leavingFile.url))).status, 404, 'the deleted account\'s file is not served')
+  t.ok((await objects()).includes(`uploads/${String(leavingFile.id)}`), 'its object stayed behind: S3 was down after the commit')
+})
+
+t.test('storage is called after the commit: a delete while S3 is down answers 204, and the sweep removes what no row refers to', async (t) => {
+  const user = await signInPerson(s, 's3-sweep')
+  const kept = (await client.post(user.cookie, formOf(['type', 'attachment'], { filename: 'k.txt', content: SAMPLES.text }))).json().data!
+  const gone = (await client.post(user.cookie, formOf(['type', 'attachment'], { filename: 'g.txt', content: SAMPLES.text }))).json().data!
+  await s3.close()
+  t.equal((await client.delete(user.cookie, String(gone.url))).status, 204, 'the row goes; the object cannot yet')
+  s3 = await startS3(s3.port)
+  t.equal((await client.get(user.cookie, String(gone.url))).status, 404)
+  await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'uploads/file_orphanNeverCommitted1', Body: 'orphan' }))
+  await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'elsewhere/file_notUnderThePrefix', Body: 'not ours' }))
+  const before = await objects()
+  t.ok(before.includes(`uploads/${String(gone.id)}`) && before.includes('uploads/file_orphanNeverCommitted1'))
+
+  t.equal(await sweepUnreferencedBytes({ ...s.app.deps, clock: { now: () => new Date() } }, { force: true }), 0, 'within the grace period: nothing swept')
+  const later = new Date(Date.now() + 2 * 3600_000)
+  const removed = await sweepUnreferencedBytes({ ...s.app.deps, clock: { now: () => later } }, { force: true })
+  const after = await objects()
+  t.ok(removed !== undefined && removed >= 2, `${String(removed)} removed`)
+  t.notOk(after.includes(`uploads/${String(gone.id)}`), 'the deleted upload\'s object is swept')
+  t.notOk(after.includes('uploads/file_orphanNeverCommitted1'), 'an object whose row never committed is swept')
+  t.ok(after.includes(`uploads/${String(kept.id)}`), 'an object with its row stays')
+  t.ok(after.includes('elsewhere/file_notUnderThePrefix'), 'nothing outside S3_KEY_PREFIX is touched')
+  t.equal((await client.get(user.cookie, String(kept.url))).status, 200)
 })

@@ -17,6 +17,9 @@ export interface HealthProbe {
   check (): Promise<'healthy' | 'degraded' | Delayed>
   /** An unhealthy part that the service can live without makes the report degraded, not unhealthy. */
   essential: boolean
+  /** What the part knows in memory, free to read on every request: true when it met trouble since
+   *  its last check (a kept report that calls it healthy is then probed again at once). */
+  alarm?: () => boolean
 }
 
 export interface HealthReport {

@@ -5,6 +5,7 @@ import { createAuth } from './auth/auth.js'
 import { createCanvas } from './canvas/canvas.js'
 import { createCursors } from './cursors/cursors.js'
 import type { CoreDeps } from './deps.js'
+import { createIdempotency } from './idempotency/idempotency.js'
 import { createInvites } from './offices/invites.js'
 import { createOffices } from './offices/offices.js'
 import { createPassports } from './passport/passport.js'
@@ -38,9 +39,10 @@ export function createCore (deps: CoreDeps) {
     invites: createInvites(deps),
     rtc: createRtc(deps),
     cursors: createCursors(deps.cursorFeed, createAudience(deps)),
-    uploads: createUploads(deps),
+    uploads: createUploads(deps, { userChanged: auth.userChanged }),
     shelves: createShelves(deps),
     passports: createPassports(deps),
+    idempotency: createIdempotency(deps),
     safety: createSafety(deps),
     messages: createMessages(deps),
     admin: createAdmin(deps)

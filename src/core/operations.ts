@@ -91,7 +91,8 @@ export const OPERATIONS = {
   'offices.createOffice': requiredIn('write'),
   'offices.updateOffice': requiredIn('write'),
   'offices.deleteOffice': requiredIn('write'),
-  'offices.inviteToOffice': requiredIn('write'),
+  // Mail to strangers (DECISIONS §16); and at most 3 a day per address per office (core/offices/invites.ts).
+  'offices.inviteToOffice': requiredIn('strict'),
   'offices.getInviteInfo': publicIn('strict'),
   'offices.acceptInvite': requiredIn('strict'),
   'offices.listMembers': requiredIn('read'),

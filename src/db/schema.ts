@@ -13,6 +13,9 @@ export interface UsersTable {
   /** The display name's search key (src/core/users/search-key.ts), written with every name. */
   search_key: string
   avatar_url: string | null
+  /** What the user's uploads weigh in bytes (bigint: read back as a string by pg), kept by the
+   *  transactions that add and remove uploads; UPLOAD_QUOTA_BYTES bounds it. */
+  upload_bytes: ColumnType<string, never, string>
   created_at: CreatedAt
   updated_at: Timestamp
   /** Set by a `suspend` moderation action (DECISIONS §11); null while the account is in good standing. */
@@ -146,6 +149,19 @@ export interface OfficeInvitesTable {
   accepted_at: Timestamp | null
 }
 
+/** One invitation mailed (DECISIONS §16: at most 3 a day per address per office); kept a day. */
+export interface OfficeInviteSendsTable {
+  office_id: string
+  email: string
+  sent_at: Timestamp
+}
+
+/** When a periodic job shared by every instance last started (one instance runs it per period). */
+export interface MaintenanceRunsTable {
+  job: string
+  started_at: Timestamp
+}
+
 export type UploadKind = 'avatar' | 'attachment'
 
 /** An uploaded file (DECISIONS §9); its bytes are in storage under `storage_key` (src/infra/storage.ts). */
@@ -248,6 +264,19 @@ export interface AdminAuditLogTable {
   details: ColumnType<Record<string, unknown>, string, never>
   request_id: AppendOnly<string>
   client_ip: AppendOnly<string>
+}
+
+/** Idempotency-Key (issue 33): the first answer to a create per user and key; `status` null while in flight. */
+export interface IdempotencyKeysTable {
+  user_id: string
+  idem_key: string
+  fingerprint: string
+  status: number | null
+  /** Response headers replayed with the body (ETag). */
+  headers: ColumnType<Record<string, string> | null, string | null, string | null>
+  body: string | null
+  created_at: Timestamp
+  expires_at: Timestamp
 }
 
 export type ReportTargetType = 'room' | 'spark' | 'user' | 'shelf' | 'office'
@@ -363,6 +392,8 @@ export interface Database {
   offices: OfficesTable
   office_members: OfficeMembersTable
   office_invites: OfficeInvitesTable
+  office_invite_sends: OfficeInviteSendsTable
+  maintenance_runs: MaintenanceRunsTable
   uploads: UploadsTable
   rtc_uid_claims: RtcUidClaimsTable
   shelves: ShelvesTable
@@ -371,6 +402,7 @@ export interface Database {
   passport_skills: PassportSkillsTable
   passport_experience: PassportExperienceTable
   admin_audit_log: AdminAuditLogTable
+  idempotency_keys: IdempotencyKeysTable
   reports: ReportsTable
   moderation_actions: ModerationActionsTable
   appeals: AppealsTable

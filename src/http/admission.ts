@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import type { Actor } from '../core/actor.js'
 import type { AdminRequest } from '../core/admin/audit.js'
 import type { AdminPrincipal } from '../core/admin/admin-tokens.js'
-import { AppError, accountSuspended } from '../core/errors.js'
+import { AppError, accountSuspended, asAppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import { accessOn, isOperationId, OPERATIONS, SUSPENDED_MAY_CALL, type Access, type OperationId, type Tier, type Transport } from '../core/operations.js'
 import { rateLimitedError, rateLimitHeaders, type Limiter } from '../ratelimit/limiter.js'
@@ -61,8 +61,9 @@ export async function admit (core: Core, limiter: Limiter | undefined, request: 
     try {
       actor = await core.auth.authenticate(credential)
     } catch (error) {
-      if (!(error instanceof AppError)) throw error
-      identityError = error
+      const refusal = asAppError(error)
+      if (!(refusal instanceof AppError)) throw error
+      identityError = refusal
     }
   }
 

@@ -4,16 +4,24 @@
 // nothing behind: its temporary file is removed. The rename is atomic because both names are on
 // one file system.
 import { randomBytes } from 'node:crypto'
-import { mkdir, open, opendir, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { access, mkdir, open, opendir, readFile, rename, rm, stat, statfs, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { Logger } from './logger.js'
-import { checkKey, type Storage } from './storage.js'
+import { checkKey, isUploadKey, StorageFullError, type Storage, type StorageConfig } from './storage.js'
 
 /** Temporary files older than this at start-up belong to a process that died mid-upload. */
 const STALE_PARTIAL_MS = 60 * 60 * 1000
+/** Keys a listing hands out at once. */
+const LIST_BATCH = 500
 
-export async function createLocalStorage (root: string, log: Logger): Promise<Storage> {
+/** The health probe checks access on every round but writes a file at most this often: a write,
+ *  read and delete per round cost a busy instance a noticeable share of its CPU under a /health flood. */
+const PROBE_WRITE_EVERY_MS = 60_000
+
+export async function createLocalStorage (config: Extract<StorageConfig, { kind: 'local' }>, log: Logger): Promise<Storage> {
+  const root = config.dir
   const partial = join(root, '.partial')
   try {
     await mkdir(partial, { recursive: true })
@@ -23,12 +31,22 @@ export async function createLocalStorage (root: string, log: Logger): Promise<St
   }
   void sweepStalePartials(partial, log)
   const pathOf = (key: string): string => join(root, checkKey(key))
+  let lastProbeWrite: number | undefined
 
   return {
     kind: 'local',
 
     async put (key, body) {
       const final = pathOf(key)
+      if (config.reserveBytes > 0) {
+        // Checked per upload, not per byte: the reserve is far above what the uploads under way add.
+        const fs = await statfs(root)
+        const free = fs.bavail * fs.bsize
+        if (free < config.reserveBytes) {
+          body.destroy()
+          throw new StorageFullError(free, config.reserveBytes)
+        }
+      }
       const temp = join(partial, `${checkKey(key)}.${randomBytes(6).toString('hex')}`)
       let handle: FileHandle | undefined
       try {
@@ -63,7 +81,29 @@ export async function createLocalStorage (root: string, log: Logger): Promise<St
       return { failed: keys.filter((_key, i) => results[i]!.status === 'rejected') }
     },
 
+    async * list (before) {
+      let batch: string[] = []
+      for await (const entry of await opendir(root)) {
+        if (!entry.isFile() || !isUploadKey(entry.name)) continue
+        const info = await stat(join(root, entry.name)).catch(() => undefined) // removed meanwhile
+        if (info === undefined || info.mtimeMs >= before.getTime()) continue
+        batch.push(entry.name)
+        if (batch.length >= LIST_BATCH) {
+          yield batch
+          batch = []
+        }
+      }
+      if (batch.length > 0) yield batch
+    },
+
     async probe () {
+      // Uploads are written into .partial and renamed into the root: both must be there and writable.
+      await access(partial, constants.R_OK | constants.W_OK | constants.X_OK)
+      await access(root, constants.R_OK | constants.W_OK | constants.X_OK)
+      // A disk that is full or read-only passes access(): a real write finds it, once a minute (and
+      // on every round after one failed, since only a success is remembered).
+      const now = performance.now()
+      if (lastProbeWrite !== undefined && now - lastProbeWrite < PROBE_WRITE_EVERY_MS) return
       const file = join(partial, `probe-${randomBytes(6).toString('hex')}`)
       await writeFile(file, 'ok')
       try {
@@ -71,6 +111,7 @@ export async function createLocalStorage (root: string, log: Logger): Promise<St
       } finally {
         await rm(file, { force: true })
       }
+      lastProbeWrite = now
     },
 
     async close () {}

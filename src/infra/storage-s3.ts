@@ -4,10 +4,10 @@
 // object only once its upload completes, so a reader never sees a partial one; a failed multipart
 // upload is aborted, which discards its parts (a bucket lifecycle rule that aborts incomplete
 // multipart uploads after a day is still wise: a process killed mid-upload cannot abort).
-import { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3'
+import { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, paginateListObjectsV2, S3Client, S3ServiceException } from '@aws-sdk/client-s3'
 import { Upload } from '@aws-sdk/lib-storage'
 import type { Readable } from 'node:stream'
-import { checkKey, type Storage, type StorageConfig } from './storage.js'
+import { checkKey, isUploadKey, type Storage, type StorageConfig } from './storage.js'
 
 /**
  * The part size bounds the memory one upload holds: lib-storage gathers a part before sending it,
@@ -77,6 +77,18 @@ export function createS3Storage (config: Extract<StorageConfig, { kind: 's3' }>)
         }
       }
       return { failed }
+    },
+
+    async * list (before) {
+      // One page (at most 1,000 keys) per batch, under the prefix only: the bucket may be shared.
+      for await (const page of paginateListObjectsV2({ client }, { Bucket, Prefix: config.keyPrefix })) {
+        const keys = (page.Contents ?? []).flatMap(({ Key, LastModified }) => {
+          if (Key === undefined || LastModified === undefined || LastModified >= before) return []
+          const key = Key.slice(config.keyPrefix.length)
+          return isUploadKey(key) ? [key] : []
+        })
+        if (keys.length > 0) yield keys
+      }
     },
 
     async probe () {

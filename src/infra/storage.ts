@@ -7,7 +7,12 @@ import { createLocalStorage } from './storage-local.js'
 import { createS3Storage } from './storage-s3.js'
 
 export type StorageConfig =
-  | { readonly kind: 'local', readonly dir: string }
+  | {
+    readonly kind: 'local'
+    readonly dir: string
+    /** Bytes the file system keeps free: an upload is refused (storage unavailable) below it. */
+    readonly reserveBytes: number
+  }
   | {
     readonly kind: 's3'
     readonly bucket: string
@@ -34,9 +39,28 @@ export interface Storage {
   get (key: string): Promise<Readable | undefined>
   /** Removes objects; a missing one is not an error. Resolves with the keys it could not remove. */
   remove (keys: readonly string[]): Promise<{ failed: string[] }>
+  /**
+   * The keys of objects last written before `before`, a batch at a time (the sweep of bytes no
+   * upload row refers to: src/core/uploads/upload-sweep.ts). Only keys this service could have
+   * written (upload ids); anything else sharing the directory or bucket is left alone.
+   */
+  list (before: Date): AsyncIterable<string[]>
   /** Resolves when storage answers (the health report's `storage` part). */
   probe (): Promise<void>
   close (): Promise<void>
+}
+
+/** Local disk has less free space than it keeps for the embedded database (UPLOAD_DISK_RESERVE_BYTES). */
+export class StorageFullError extends Error {
+  constructor (free: number, reserve: number) {
+    super(`the uploads' file system has ${free} bytes free, below the ${reserve} it keeps`)
+    this.name = 'StorageFullError'
+  }
+}
+
+/** Whether a key is one this service writes: an upload id (src/infra/ids.ts, `file_…`). */
+export function isUploadKey (key: string): boolean {
+  return /^file_[A-Za-z0-9_-]{1,195}$/.test(key)
 }
 
 /** Keys are ours (upload ids), never a client's text; checked anyway, since a key becomes a path. */
@@ -47,5 +71,5 @@ export function checkKey (key: string): string {
 
 /** Never throws for an unreachable store: the health report and each request say so instead. */
 export async function createStorage (config: StorageConfig, log: Logger): Promise<Storage> {
-  return config.kind === 'local' ? await createLocalStorage(config.dir, log) : createS3Storage(config)
+  return config.kind === 'local' ? await createLocalStorage(config, log) : createS3Storage(config)
 }

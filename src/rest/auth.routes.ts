@@ -6,6 +6,8 @@ import { AppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import { RequestLoginInput, TokenInput } from '../core/auth/auth.types.js'
 import { actorOf } from './identity.js'
+import { Type } from 'typebox'
+import { AnyObject, User, noContent, ok } from './responses.js'
 import { SESSION_COOKIE } from './route-config.js'
 
 /** The quality a media type gets in an Accept header (0 when not listed by name). */
@@ -37,13 +39,13 @@ export function authRoutes (core: Core, config: Config) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.post('/request-login', { schema: { body: RequestLoginInput }, config: { operation: 'auth.requestLogin' } }, async (request) => {
+    r.post('/request-login', { schema: { summary: 'Mail a sign-in link', tags: ['auth'], response: ok(Type.Object({ sent: Type.Boolean(), expiresAt: Type.String({ format: 'date-time' }) })), body: RequestLoginInput }, config: { operation: 'auth.requestLogin' } }, async (request) => {
       const { expiresAt } = await core.auth.requestLogin(request.body, { poll: false })
       return { data: { sent: true, expiresAt } }
     })
 
     r.get('/authorize', {
-      schema: { querystring: TokenInput },
+      schema: { summary: 'Open a mailed sign-in link (sets the session cookie, redirects to the app)', tags: ['auth'], response: { 302: Type.Null({ description: 'To APP_URL, with the session cookie set (a refused link in a browser: to APP_URL/?signin=invalid)' }) }, querystring: TokenInput },
       config: { operation: 'auth.openSignInLink' },
       // A browser opening a used, expired or forged link goes back to the app, which says so
       // (DECISIONS §14), rather than to a JSON page; API clients keep the 400 envelope.
@@ -58,21 +60,21 @@ export function authRoutes (core: Core, config: Config) {
       return await reply.redirect(config.appUrl, 302)
     })
 
-    r.get('/me', { config: { operation: 'auth.getMe' } }, async (request) => {
+    r.get('/me', { schema: { summary: 'The signed-in user', tags: ['auth'], response: ok(User) }, config: { operation: 'auth.getMe' } }, async (request) => {
       return { data: await core.auth.me(actorOf(request)) }
     })
 
-    r.post('/logout', { config: { operation: 'auth.logout' } }, async (request, reply) => {
+    r.post('/logout', { schema: { summary: 'Sign out (ends this session)', tags: ['auth'], response: noContent }, config: { operation: 'auth.logout' } }, async (request, reply) => {
       await core.auth.logout(actorOf(request))
       void reply.clearCookie(SESSION_COOKIE, cookieOptions)
       return await reply.code(204).send()
     })
 
-    r.post('/request-deletion', { config: { operation: 'auth.requestDeletion' } }, async (request) => {
+    r.post('/request-deletion', { schema: { summary: 'Mail a link that deletes the account', tags: ['auth'], response: ok(AnyObject) }, config: { operation: 'auth.requestDeletion' } }, async (request) => {
       return { data: await core.auth.requestDeletion(actorOf(request)) }
     })
 
-    r.post('/confirm-deletion', { schema: { body: TokenInput }, config: { operation: 'auth.confirmDeletion' } }, async (request, reply) => {
+    r.post('/confirm-deletion', { schema: { summary: 'Delete the account with the mailed token', tags: ['auth'], response: noContent, body: TokenInput }, config: { operation: 'auth.confirmDeletion' } }, async (request, reply) => {
       await core.auth.confirmDeletion(request.body)
       void reply.clearCookie(SESSION_COOKIE, cookieOptions)
       return await reply.code(204).send()

@@ -17,6 +17,7 @@ import { syncRoutes, type SyncRouteOptions } from './sync.routes.js'
 import { uploadRoutes } from './uploads.routes.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { installRequestGate } from './request-gate.js'
+import { installIdempotency } from './idempotency.js'
 import { rtcRoutes } from './rtc.routes.js'
 import { appealRoutes, classifyRoutes, messageRoutes, motdRoutes, reportRoutes, roomWidgetRoutes, widgetRoutes } from './safety.routes.js'
 import { userRoutes } from './users.routes.js'
@@ -38,11 +39,12 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
-    exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id'],
+    exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed'],
     maxAge: 7200
   })
   app.setValidatorCompiler(typeBoxValidatorCompiler)
   installRequestGate(app, core, limiter)
+  installIdempotency(app, core)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
   await app.register(roomRoutes(core), { prefix: '/rooms' })
   await app.register(roomWidgetRoutes(core), { prefix: '/rooms' })

@@ -9,6 +9,7 @@ import {
   AddExperienceInput, AddSkillInput, ExperienceIdParams, PassportUserParams, SkillIdParams, UpdateExperienceBody, UpdatePassportInput
 } from '../core/passport/passport.types.js'
 import { actorOf } from './identity.js'
+import { AnyObject, created, noContent, ok } from './responses.js'
 import { acceptMultipart, readFormFile } from './upload-form.js'
 
 export function passportRoutes (core: Core) {
@@ -16,44 +17,44 @@ export function passportRoutes (core: Core) {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
     const { passports } = core
 
-    r.get('/', { config: { operation: 'passport.getPassport' } }, async (request) => {
+    r.get('/', { schema: { summary: "A passport (yours, or a user's)", tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.getPassport' } }, async (request) => {
       return { data: await passports.get(actorOf(request), {}) }
     })
 
-    r.patch('/', { schema: { body: UpdatePassportInput }, config: { operation: 'passport.updatePassport' } }, async (request) => {
+    r.patch('/', { schema: { summary: 'Update your passport', tags: ['passport'], response: ok(AnyObject), body: UpdatePassportInput }, config: { operation: 'passport.updatePassport' } }, async (request) => {
       return { data: await passports.update(actorOf(request), request.body) }
     })
 
-    r.post('/skills', { schema: { body: AddSkillInput }, config: { operation: 'passport.addSkill' } }, async (request, reply) => {
+    r.post('/skills', { schema: { summary: 'Add a skill', tags: ['passport'], response: created(AnyObject), body: AddSkillInput }, config: { operation: 'passport.addSkill' } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addSkill(actorOf(request), request.body) })
     })
 
-    r.delete('/skills/:skillId', { schema: { params: SkillIdParams }, config: { operation: 'passport.removeSkill' } }, async (request, reply) => {
+    r.delete('/skills/:skillId', { schema: { summary: 'Remove a skill', tags: ['passport'], response: noContent, params: SkillIdParams }, config: { operation: 'passport.removeSkill' } }, async (request, reply) => {
       await passports.removeSkill(actorOf(request), request.params)
       return await reply.code(204).send()
     })
 
-    r.post('/experience', { schema: { body: AddExperienceInput }, config: { operation: 'passport.addExperience' } }, async (request, reply) => {
+    r.post('/experience', { schema: { summary: 'Add an experience', tags: ['passport'], response: created(AnyObject), body: AddExperienceInput }, config: { operation: 'passport.addExperience' } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addExperience(actorOf(request), request.body) })
     })
 
-    r.patch('/experience/:experienceId', { schema: { params: ExperienceIdParams, body: UpdateExperienceBody }, config: { operation: 'passport.updateExperience' } }, async (request) => {
+    r.patch('/experience/:experienceId', { schema: { summary: 'Update an experience', tags: ['passport'], response: ok(AnyObject), params: ExperienceIdParams, body: UpdateExperienceBody }, config: { operation: 'passport.updateExperience' } }, async (request) => {
       return { data: await passports.updateExperience(actorOf(request), { ...request.body, experienceId: request.params.experienceId }) }
     })
 
-    r.delete('/experience/:experienceId', { schema: { params: ExperienceIdParams }, config: { operation: 'passport.deleteExperience' } }, async (request, reply) => {
+    r.delete('/experience/:experienceId', { schema: { summary: 'Delete an experience', tags: ['passport'], response: noContent, params: ExperienceIdParams }, config: { operation: 'passport.deleteExperience' } }, async (request, reply) => {
       await passports.deleteExperience(actorOf(request), request.params)
       return await reply.code(204).send()
     })
 
-    r.get('/:userId', { schema: { params: PassportUserParams }, config: { operation: 'passport.getPassport' } }, async (request) => {
+    r.get('/:userId', { schema: { summary: "A passport (yours, or a user's)", tags: ['passport'], response: ok(AnyObject), params: PassportUserParams }, config: { operation: 'passport.getPassport' } }, async (request) => {
       return { data: await passports.get(actorOf(request), request.params) }
     })
 
     // Its own scope: only this route reads multipart bodies.
     await app.register(async (form) => {
       await acceptMultipart(form)
-      form.post('/import', { config: { operation: 'passport.importCV' } }, async (request, reply) => {
+      form.post('/import', { schema: { summary: 'Import a CV (multipart `file`: PDF, DOCX or text) into your passport', tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.importCV' } }, async (request, reply) => {
         const actor = actorOf(request)
         const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
         return { data: await passports.importCv(actor, { bytes, field: 'file' }) }
@@ -66,7 +67,7 @@ export function passportRoutes (core: Core) {
 export function cvRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     await acceptMultipart(app)
-    app.post('/parse', { config: { operation: 'passport.parseCV' } }, async (request, reply) => {
+    app.post('/parse', { schema: { summary: 'Preview what a CV (multipart `file`) would import; changes nothing', tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.parseCV' } }, async (request, reply) => {
       const actor = actorOf(request)
       const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
       return { data: await core.passports.parseCv(actor, { bytes, field: 'file' }) }

@@ -4,17 +4,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
 import { GenerateTokenInput } from '../core/rtc/rtc.types.js'
 import { actorOf } from './identity.js'
+import { AnyObject, ok } from './responses.js'
 
 export function rtcRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
     const { rtc } = core
 
-    r.post('/token', { schema: { body: GenerateTokenInput }, config: { operation: 'rtc.generateToken' } }, async (request) => {
+    r.post('/token', { schema: { summary: 'A video/voice token for a room or office you may enter', tags: ['rtc'], response: ok(AnyObject), body: GenerateTokenInput }, config: { operation: 'rtc.generateToken' } }, async (request) => {
       return { data: await rtc.generateToken(actorOf(request), request.body) }
     })
 
-    r.get('/config', { config: { operation: 'rtc.getConfig' } }, async () => {
+    r.get('/config', { schema: { summary: 'Video/voice configuration', tags: ['rtc'], response: ok(AnyObject) }, config: { operation: 'rtc.getConfig' } }, async () => {
       return { data: rtc.config() }
     })
   }

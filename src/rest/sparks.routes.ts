@@ -6,6 +6,7 @@ import { Type } from 'typebox'
 import type { Core } from '../core/index.js'
 import { CreateSparkInput, ListSparksQuery, MoveSparkBody, SparkIdParams, UpdateSparkBody, type Spark } from '../core/sparks/sparks.types.js'
 import { actorOf } from './identity.js'
+import { AnyObject, Spark as SparkResource, created, list, noContent, ok } from './responses.js'
 
 /** `If-Match: 3`, `"3"` or `W/"3"` names the version the edit is based on; `*` matches any. */
 const IfMatchHeaders = Type.Object({
@@ -26,31 +27,31 @@ export function sparkRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.get('/', { schema: { querystring: ListSparksQuery }, config: { operation: 'sparks.listSparks' } }, async (request) => {
+    r.get('/', { schema: { summary: "A room's sparks", tags: ['sparks'], response: list(SparkResource), querystring: ListSparksQuery }, config: { operation: 'sparks.listSparks' } }, async (request) => {
       const { items, pagination } = await core.sparks.list(actorOf(request), request.query)
       return { data: items, pagination }
     })
 
-    r.get('/:sparkId', { schema: { params: SparkIdParams }, config: { operation: 'sparks.getSpark' } }, async (request, reply) => {
+    r.get('/:sparkId', { schema: { summary: 'One spark (with its ETag)', tags: ['sparks'], response: ok(SparkResource), params: SparkIdParams }, config: { operation: 'sparks.getSpark' } }, async (request, reply) => {
       return withEtag(reply, await core.sparks.get(actorOf(request), request.params))
     })
 
-    r.post('/', { schema: { body: CreateSparkInput }, config: { operation: 'sparks.createSpark' } }, async (request, reply) => {
+    r.post('/', { schema: { summary: 'Create a spark', tags: ['sparks'], response: created(SparkResource), body: CreateSparkInput }, config: { operation: 'sparks.createSpark', idempotent: true } }, async (request, reply) => {
       const spark = await core.sparks.create(actorOf(request), request.body)
       return await reply.code(201).send(withEtag(reply, spark))
     })
 
-    r.patch('/:sparkId', { schema: { params: SparkIdParams, body: UpdateSparkBody, headers: IfMatchHeaders }, config: { operation: 'sparks.updateSpark' } }, async (request, reply) => {
+    r.patch('/:sparkId', { schema: { summary: 'Update a spark (If-Match: its version)', tags: ['sparks'], response: ok(SparkResource), params: SparkIdParams, body: UpdateSparkBody, headers: IfMatchHeaders }, config: { operation: 'sparks.updateSpark' } }, async (request, reply) => {
       const expectedVersion = expectedVersionOf(request.headers['if-match'])
       const spark = await core.sparks.update(actorOf(request), { ...request.body, sparkId: request.params.sparkId, expectedVersion })
       return withEtag(reply, spark)
     })
 
-    r.patch('/:sparkId/position', { schema: { params: SparkIdParams, body: MoveSparkBody }, config: { operation: 'sparks.moveSpark' } }, async (request) => {
+    r.patch('/:sparkId/position', { schema: { summary: 'Move a spark on the canvas', tags: ['sparks'], response: ok(AnyObject), params: SparkIdParams, body: MoveSparkBody }, config: { operation: 'sparks.moveSpark' } }, async (request) => {
       return { data: await core.sparks.move(actorOf(request), { ...request.body, sparkId: request.params.sparkId }) }
     })
 
-    r.delete('/:sparkId', { schema: { params: SparkIdParams }, config: { operation: 'sparks.deleteSpark' } }, async (request, reply) => {
+    r.delete('/:sparkId', { schema: { summary: 'Delete a spark', tags: ['sparks'], response: noContent, params: SparkIdParams }, config: { operation: 'sparks.deleteSpark' } }, async (request, reply) => {
       await core.sparks.delete(actorOf(request), request.params)
       return await reply.code(204).send()
     })

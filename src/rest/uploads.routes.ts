@@ -11,6 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
 import { FileIdParams } from '../core/uploads/uploads.types.js'
 import { actorOf } from './identity.js'
+import { UploadedFile, created, fileBytes, noContent } from './responses.js'
 import { acceptMultipart, receiveUpload } from './upload-form.js'
 
 /** Avatars are public and may sit in shared caches for a day; attachments only in the reader's own
@@ -39,17 +40,17 @@ export function uploadRoutes (core: Core) {
     await acceptMultipart(app)
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.post('/uploads', { config: { operation: 'uploads.upload' } }, async (request, reply) => {
+    r.post('/uploads', { schema: { summary: 'Upload a file (multipart `file`)', tags: ['uploads'], response: created(UploadedFile) }, config: { operation: 'uploads.upload', idempotent: true } }, async (request, reply) => {
       const file = await receiveUpload(core, request, reply)
       return await reply.code(201).send({ data: file })
     })
 
-    r.post('/attachments', { config: { operation: 'uploads.attach' } }, async (request, reply) => {
+    r.post('/attachments', { schema: { summary: 'Upload an attachment (multipart `file`)', tags: ['uploads'], response: created(UploadedFile) }, config: { operation: 'uploads.attach', idempotent: true } }, async (request, reply) => {
       const file = await receiveUpload(core, request, reply, 'attachment')
       return await reply.code(201).send({ data: file })
     })
 
-    r.get('/uploads/:fileId', { schema: { params: FileIdParams }, config: { operation: 'uploads.get' } }, async (request, reply) => {
+    r.get('/uploads/:fileId', { schema: { summary: "A file's bytes (public: its id is the capability)", tags: ['uploads'], response: fileBytes, params: FileIdParams }, config: { operation: 'uploads.get' } }, async (request, reply) => {
       const served = await core.uploads.open(request.actor, request.params)
       const notModified = matchesEtag(request.headers['if-none-match'], served.etag)
       // Opened before any header is set, so a storage failure answers a plain 503 envelope.
@@ -67,7 +68,7 @@ export function uploadRoutes (core: Core) {
       return await reply.send(body ?? Readable.from([]))
     })
 
-    r.delete('/uploads/:fileId', { schema: { params: FileIdParams }, config: { operation: 'uploads.delete' } }, async (request, reply) => {
+    r.delete('/uploads/:fileId', { schema: { summary: 'Delete an upload', tags: ['uploads'], response: noContent, params: FileIdParams }, config: { operation: 'uploads.delete' } }, async (request, reply) => {
       await core.uploads.delete(actorOf(request), request.params)
       return await reply.code(204).send()
     })

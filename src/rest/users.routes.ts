@@ -6,6 +6,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
 import { DisplayInfoQuery, SearchUsersQuery, UpdateProfileInput, UserIdParams } from '../core/users/users.types.js'
 import { actorOf } from './identity.js'
+import { Type } from 'typebox'
+import { AnyObject, User, UserSummary, list, ok } from './responses.js'
 import { acceptMultipart, receiveUpload } from './upload-form.js'
 
 export function userRoutes (core: Core) {
@@ -13,27 +15,27 @@ export function userRoutes (core: Core) {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
     const { users } = core
 
-    r.get('/', { schema: { querystring: SearchUsersQuery }, config: { operation: 'users.searchUsers' } }, async (request) => {
+    r.get('/', { schema: { summary: 'Search users by name', tags: ['users'], response: list(UserSummary), querystring: SearchUsersQuery }, config: { operation: 'users.searchUsers' } }, async (request) => {
       const { items, pagination } = await users.search(actorOf(request), request.query)
       return { data: items, pagination }
     })
 
-    r.patch('/me', { schema: { body: UpdateProfileInput }, config: { operation: 'users.updateProfile' } }, async (request) => {
+    r.patch('/me', { schema: { summary: 'Update your profile', tags: ['users'], response: ok(User), body: UpdateProfileInput }, config: { operation: 'users.updateProfile' } }, async (request) => {
       return { data: await users.updateProfile(actorOf(request), request.body) }
     })
 
-    r.get('/display-info', { schema: { querystring: DisplayInfoQuery }, config: { operation: 'users.getDisplayInfo' } }, async (request) => {
+    r.get('/display-info', { schema: { summary: 'Display names and avatars of several users', tags: ['users'], response: ok(Type.Array(UserSummary)), querystring: DisplayInfoQuery }, config: { operation: 'users.getDisplayInfo' } }, async (request) => {
       return { data: await users.displayInfoOfList(actorOf(request), request.query) }
     })
 
-    r.get('/:userId', { schema: { params: UserIdParams }, config: { operation: 'users.getUser' } }, async (request) => {
+    r.get('/:userId', { schema: { summary: 'One user', tags: ['users'], response: ok(AnyObject), params: UserIdParams }, config: { operation: 'users.getUser' } }, async (request) => {
       return { data: await users.get(actorOf(request), request.params) }
     })
 
     // Its own scope: only this route reads multipart bodies.
     await app.register(async (form) => {
       await acceptMultipart(form)
-      form.post('/avatar', { config: { operation: 'users.uploadAvatar' } }, async (request, reply) => {
+      form.post('/avatar', { schema: { summary: 'Upload an avatar (multipart `file`) and show it on your profile', tags: ['users'], response: ok(User) }, config: { operation: 'users.uploadAvatar' } }, async (request, reply) => {
         const actor = actorOf(request)
         const file = await receiveUpload(core, request, reply, 'avatar')
         try {

@@ -2,6 +2,7 @@
 import type { ServiceImpl } from '@connectrpc/connect'
 import type { Core } from '../core/index.js'
 import { RoomsService } from '../gen/app/rooms/v1/rooms_pb.js'
+import { idempotentCall } from './idempotency.js'
 import { actorOf, optionalActorOf } from './context.js'
 
 export function roomsService (core: Core): ServiceImpl<typeof RoomsService> {
@@ -15,7 +16,7 @@ export function roomsService (core: Core): ServiceImpl<typeof RoomsService> {
       return { room: await rooms.get(actorOf(ctx), { roomId: req.roomId }) }
     },
     async createRoom (req, ctx) {
-      return { room: await rooms.create(actorOf(ctx), { name: req.name, description: req.description, isPublic: req.isPublic }) }
+      return await idempotentCall(core, ctx, req, async () => ({ room: await rooms.create(actorOf(ctx), { name: req.name, description: req.description, isPublic: req.isPublic }) }))
     },
     async updateRoom (req, ctx) {
       return { room: await rooms.update(actorOf(ctx), { roomId: req.roomId, name: req.name, description: req.description, isPublic: req.isPublic }) }

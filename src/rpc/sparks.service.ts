@@ -3,6 +3,7 @@
 import type { ServiceImpl } from '@connectrpc/connect'
 import type { Core } from '../core/index.js'
 import { SparksService } from '../gen/app/sparks/v1/sparks_pb.js'
+import { idempotentCall } from './idempotency.js'
 import { actorOf } from './context.js'
 
 export function sparksService (core: Core): ServiceImpl<typeof SparksService> {
@@ -16,7 +17,7 @@ export function sparksService (core: Core): ServiceImpl<typeof SparksService> {
       return { spark: await sparks.get(actorOf(ctx), { sparkId: req.sparkId }) }
     },
     async createSpark (req, ctx) {
-      return { spark: await sparks.create(actorOf(ctx), { title: req.title, content: req.content, roomId: req.roomId, x: req.x, y: req.y }) }
+      return await idempotentCall(core, ctx, req, async () => ({ spark: await sparks.create(actorOf(ctx), { title: req.title, content: req.content, roomId: req.roomId, x: req.x, y: req.y }) }))
     },
     async updateSpark (req, ctx) {
       return { spark: await sparks.update(actorOf(ctx), { sparkId: req.sparkId, title: req.title, content: req.content, expectedVersion: req.expectedVersion }) }

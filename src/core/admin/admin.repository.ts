@@ -5,7 +5,7 @@ import type { Db } from '../../db/database.js'
 import type { RoomsTable, UsersTable } from '../../db/schema.js'
 import type { PageWindow } from '../pagination.js'
 
-export type AdminUserRow = Omit<Selectable<UsersTable>, 'search_key'> & { room_count: number }
+export type AdminUserRow = Pick<Selectable<UsersTable>, 'id' | 'email' | 'display_name' | 'avatar_url' | 'created_at' | 'updated_at' | 'suspended_at'> & { room_count: number }
 export type AdminRoomRow = Selectable<RoomsTable> & { member_count: number, spark_count: number }
 
 /** `%`, `_` and the escape character itself match literally inside a LIKE pattern. */

@@ -67,7 +67,7 @@ export async function insertSession (db: Db, session: { id: string, userId: stri
 }
 
 /** Sessions with their users' rows, by id, in one round trip (the session cache's batched reads). */
-export async function findSessionsWithUsers (db: Db, ids: readonly string[]): Promise<Array<Pick<Selectable<SessionsTable>, 'revoked_at' | 'expires_at'> & Omit<Selectable<UsersTable>, 'search_key'> & { session_id: string }>> {
+export async function findSessionsWithUsers (db: Db, ids: readonly string[]): Promise<Array<Pick<Selectable<SessionsTable>, 'revoked_at' | 'expires_at'> & Omit<Selectable<UsersTable>, 'search_key' | 'upload_bytes'> & { session_id: string }>> {
   if (ids.length === 0) return []
   return await db.selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')

@@ -58,6 +58,11 @@ export async function tilePositions (db: Db, roomId: string, viewerId?: string |
   return await query.execute()
 }
 
+/** The room's hidden tiles (a moderation action): events about them go to their creators alone. */
+export async function hiddenTileIds (db: Db, roomId: string): Promise<string[]> {
+  return (await db.selectFrom('sparks').select('id').where('room_id', '=', roomId).where('hidden_at', 'is not', null).execute()).map((r) => r.id)
+}
+
 /** A room's tiles and their versions, by id: what a layout is computed from and guarded by. */
 export interface TileVersion { id: string, version: number }
 

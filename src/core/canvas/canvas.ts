@@ -91,7 +91,11 @@ export function createCanvas (deps: CoreDeps) {
           perRoom.set(roomId, [...perRoom.get(roomId) ?? [], { tileId, x, y, version }])
         }
         for (const [roomId, moved] of perRoom) {
-          publish('positions:batch-updated', { updates: moved }, { audience: { kind: 'room', roomId }, userId: actor.userId })
+          // A hidden tile's move goes to those who may see it (its creator) alone (DECISIONS §11).
+          const hidden = moved.filter((m) => tiles.get(m.tileId)?.hidden_at !== null)
+          const open = moved.filter((m) => tiles.get(m.tileId)?.hidden_at === null)
+          if (open.length > 0) publish('positions:batch-updated', { updates: open }, { audience: { kind: 'room', roomId }, userId: actor.userId })
+          for (const tile of hidden) publish('positions:batch-updated', { updates: [tile] }, { audience: { kind: 'room', roomId, sparkId: tile.tileId }, userId: actor.userId })
         }
         return { positions }
       })
@@ -127,7 +131,12 @@ export function createCanvas (deps: CoreDeps) {
           if (!sameVersions(await repo.lockRoomTileVersions(trx, roomId), tiles)) return undefined
           const versions = await repo.setTilePositions(trx, positions, now)
           const result = { roomId, positions: positions.map((p) => ({ ...p, version: versions.get(p.tileId) as number })) }
-          publish('layout:computed', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
+          // Hidden tiles are laid out too (they hold their place), but only their creators hear where.
+          const hidden = new Set(await repo.hiddenTileIds(trx, roomId))
+          publish('layout:computed', { roomId, positions: result.positions.filter((p) => !hidden.has(p.tileId)) }, { audience: { kind: 'room', roomId }, userId: actor.userId })
+          for (const p of result.positions.filter((q) => hidden.has(q.tileId))) {
+            publish('layout:computed', { roomId, positions: [p] }, { audience: { kind: 'room', roomId, sparkId: p.tileId }, userId: actor.userId })
+          }
           return result
         })
         if (written !== undefined) return written

@@ -3,7 +3,9 @@
 // as a hash, single use, valid 7 days. Inviting an address again replaces its pending invitation
 // (the old link stops working); inviting a member is a conflict. Anyone holding the token may see
 // what it invites to; accepting needs the signed-in user whose address was invited, and of any
-// number of parallel accepts exactly one makes the membership.
+// number of parallel accepts exactly one makes the membership. Invitations are mail to strangers
+// (DECISIONS §16): one address gets at most 3 a day from one office (429 with Retry-After after
+// that), counted per mail sent, so replacing a pending invitation counts too.
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { AppError, forbidden, notFound } from '../errors.js'
@@ -22,6 +24,10 @@ import {
 } from './offices.types.js'
 
 const normaliseEmail = (email: string): string => email.trim().toLowerCase()
+
+/** DECISIONS §16: invitation mail one address may get from one office in a day. */
+export const INVITES_PER_ADDRESS_PER_DAY = 3
+const DAY_MS = 24 * 3600_000
 
 function refusedToken (invite: { accepted_at: Date | null, expires_at: Date } | undefined, now: Date): AppError | undefined {
   if (invite === undefined) return new AppError('invalid_token', 'This invitation is not valid.')
@@ -47,6 +53,12 @@ export function createInvites (deps: CoreDeps) {
         requireMayGrant(office.role, role)
         const invitee = await findUserIdByEmail(trx, email)
         if (invitee !== undefined && await repo.isMember(trx, officeId, invitee)) throw new AppError('conflict', `${email} is already a member of this office.`)
+        const sends = await repo.inviteSendsSince(trx, officeId, email, new Date(now.getTime() - DAY_MS))
+        if (sends.length >= INVITES_PER_ADDRESS_PER_DAY) {
+          const retryAfter = Math.max(1, Math.ceil((sends[0]!.getTime() + DAY_MS - now.getTime()) / 1000))
+          throw new AppError('rate_limited', `${email} has had ${INVITES_PER_ADDRESS_PER_DAY} invitations from this office within a day; try again in ${Math.ceil(retryAfter / 3600)} hour(s).`, [], retryAfter)
+        }
+        await repo.recordInviteSend(trx, officeId, email, now)
         await repo.deletePendingInvite(trx, officeId, email)
         const invite = await repo.insertInvite(trx, { id: newId('invite'), officeId, email, role, tokenHash: hashToken(token), invitedBy: actor.userId, now, expiresAt: new Date(now.getTime() + INVITE_TTL_MS) })
         const inviter = await findUserById(trx, actor.userId)
@@ -58,7 +70,10 @@ export function createInvites (deps: CoreDeps) {
         text: `${inviterName} invites you to join ${officeName} on Canvas as ${role === 'admin' ? 'an admin' : `a ${role}`}.\n\n` +
           `Open this link within 7 days to accept:\n\n${config.appUrl}/invites/accept?token=${token}\n\n` +
           'If you did not expect it, ignore this message.\n'
-      }, async () => { await repo.deleteInviteById(db, invite.id) })
+      }, async () => {
+        await repo.deleteInviteById(db, invite.id)
+        await repo.forgetInviteSend(db, officeId, email, now)
+      })
       return toInvite(invite)
     },
 
@@ -90,6 +105,9 @@ export function createInvites (deps: CoreDeps) {
       const user = await findUserById(db, actor.userId)
       if (user === undefined || user.email !== invite.email) throw forbidden('This invitation is for another address: sign in with the address it was sent to.')
       const joined = await inTransaction(deps, async ({ trx, publish }) => {
+        // The office lock first, as every change to its members and its deletion take it: an accept
+        // racing a delete waits for it (or it for the accept), never each for the other's rows.
+        if (!await repo.lockOffice(trx, invite.office_id)) throw new AppError('invalid_token', 'This invitation is not valid: its office was deleted.')
         const consumed = await repo.consumeInvite(trx, tokenHash, now)
         if (consumed === undefined) throw refusedToken(await repo.findInviteByToken(trx, tokenHash), now) ?? new AppError('invalid_token', 'This invitation has already been used.')
         // The membership's key decides: of parallel accepts (or an earlier join), one membership.

@@ -46,6 +46,11 @@ export function requireAllowed (role: OfficeRole, action: OfficeAction): void {
   if (!ALLOWED[action].includes(role)) throw forbidden(DENIED[action])
 }
 
+/** The roles a member of `role` may invite as (or make someone): owners any, admins members, members none. */
+export function grantableBy (role: OfficeRole): readonly OfficeRole[] {
+  return role === 'owner' ? ['owner', 'admin', 'member'] : role === 'admin' ? ['member'] : []
+}
+
 /** Only owners grant the owner's or an admin's rights. */
 export function requireMayGrant (role: OfficeRole, granted: OfficeRole): void {
   if (granted !== 'member' && role !== 'owner') throw forbidden(`Only an owner may invite or make someone ${granted === 'owner' ? 'an owner' : 'an admin'}.`)

@@ -34,6 +34,26 @@ export async function findOfficeWithRole (db: Db, officeId: string, userId: stri
     .executeTakeFirst()
 }
 
+/** Locks the office row (the lock every change to its members takes first); false when it is gone. */
+export async function lockOffice (db: Db, officeId: string): Promise<boolean> {
+  return await db.selectFrom('offices').select('id').where('id', '=', officeId).forUpdate().executeTakeFirst() !== undefined
+}
+
+/**
+ * Account deletion: locks every office the user is a member of, in id order (so two deletions never
+ * wait on each other crosswise), before it counts owners: the same lock role changes, removals and
+ * accepts take, so no office can end without an owner.
+ */
+export async function lockOfficesOf (db: Db, userId: string): Promise<void> {
+  await db.selectFrom('offices')
+    .innerJoin('office_members', 'office_members.office_id', 'offices.id')
+    .select('offices.id')
+    .where('office_members.user_id', '=', userId)
+    .orderBy('offices.id')
+    .forUpdate(['offices'])
+    .execute()
+}
+
 export async function insertOffice (db: Db, office: { id: string, name: string, slug: string, description: string, isPublic: boolean, createdBy: string, now: Date }): Promise<OfficeRow> {
   return await db.insertInto('offices').values({
     id: office.id,
@@ -209,9 +229,33 @@ export async function findPendingInvite (db: Db, officeId: string, inviteId: str
     .executeTakeFirst()
 }
 
-/** DECISIONS §13: an inviter who leaves or is removed takes their pending invitations along. */
-export async function deletePendingInvitesBy (db: Db, officeId: string, invitedBy: string): Promise<void> {
-  await db.deleteFrom('office_invites').where('office_id', '=', officeId).where('invited_by', '=', invitedBy).where('accepted_at', 'is', null).execute()
+/** DECISIONS §13, §16: an inviter who leaves or is removed takes their pending invitations along;
+ *  one demoted, those for the roles they may no longer grant (`roles`; all when not given). */
+export async function deletePendingInvitesBy (db: Db, officeId: string, invitedBy: string, roles?: readonly OfficeRole[]): Promise<void> {
+  if (roles?.length === 0) return
+  let query = db.deleteFrom('office_invites').where('office_id', '=', officeId).where('invited_by', '=', invitedBy).where('accepted_at', 'is', null)
+  if (roles !== undefined) query = query.where('role', 'in', [...roles])
+  await query.execute()
+}
+
+/**
+ * Invitation mail sent to an address from an office since `since` (DECISIONS §16: at most 3 a day),
+ * the oldest first; the office row is locked by the caller, so counting and recording cannot race.
+ * Older records are dropped on the way: they no longer count.
+ */
+export async function inviteSendsSince (db: Db, officeId: string, email: string, since: Date): Promise<Date[]> {
+  await db.deleteFrom('office_invite_sends').where('office_id', '=', officeId).where('email', '=', email).where('sent_at', '<=', since).execute()
+  const rows = await db.selectFrom('office_invite_sends').select('sent_at').where('office_id', '=', officeId).where('email', '=', email).orderBy('sent_at').execute()
+  return rows.map((row) => row.sent_at)
+}
+
+export async function recordInviteSend (db: Db, officeId: string, email: string, now: Date): Promise<void> {
+  await db.insertInto('office_invite_sends').values({ office_id: officeId, email, sent_at: now }).execute()
+}
+
+/** A send whose mail could not go does not count. */
+export async function forgetInviteSend (db: Db, officeId: string, email: string, sentAt: Date): Promise<void> {
+  await db.deleteFrom('office_invite_sends').where('office_id', '=', officeId).where('email', '=', email).where('sent_at', '=', sentAt).execute()
 }
 
 /** Account deletion: the offices the user alone owns (other owners keep theirs), with their members. */

@@ -9,14 +9,20 @@ import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
-import { requireAllowed, requireAnotherOwner, requireMayGrant, requireMayRemove, requireMembership, requireReadable } from './office-access.js'
+import { normaliseDisplayName } from '../users/display-name.js'
+import { grantableBy, requireAllowed, requireAnotherOwner, requireMayGrant, requireMayRemove, requireMembership, requireReadable } from './office-access.js'
 import * as repo from './offices.repository.js'
 import {
-  CreateOfficeInput, ListMembersInput, ListOfficesQuery, MemberParams, OfficeIdParams, UpdateMemberRoleInput, UpdateOfficeInput,
-  toOffice, type Member, type Office
+  CreateOfficeInput, ListMembersInput, ListOfficesQuery, MemberParams, OFFICE_NAME_MAX, OfficeIdParams, UpdateMemberRoleInput, UpdateOfficeInput,
+  toOffice, type Member, type Office, type OfficeRole
 } from './offices.types.js'
 
 const SLUG_CONSTRAINT = 'offices_slug_key'
+
+/** Office names go in mail to strangers and beside people's names: the display-name rules (DECISIONS §16). */
+function officeName (raw: string): string {
+  return normaliseDisplayName(raw, 'name', OFFICE_NAME_MAX)
+}
 
 export function toMember (row: repo.MemberRow): Member {
   return {
@@ -59,7 +65,8 @@ export function createOffices (deps: CoreDeps) {
 
     /** The caller becomes its first owner. */
     async create (actor: Actor, input: unknown): Promise<Office> {
-      const { name, slug, description, isPublic } = parseInput(CreateOfficeInput, input)
+      const { name: rawName, slug, description, isPublic } = parseInput(CreateOfficeInput, input)
+      const name = officeName(rawName)
       const now = clock.now()
       return await slugChecked(slug, async () => await inTransaction(deps, async ({ trx, publish }) => {
         const office = toOffice(await repo.insertOffice(trx, { id: newId('office'), name, slug, description: description ?? '', isPublic: isPublic ?? false, createdBy: actor.userId, now }))
@@ -71,10 +78,11 @@ export function createOffices (deps: CoreDeps) {
 
     /** Owner or admin. */
     async update (actor: Actor, input: unknown): Promise<Office> {
-      const { officeId, name, slug, description, isPublic } = parseInput(UpdateOfficeInput, input)
-      if (name === undefined && slug === undefined && description === undefined && isPublic === undefined) {
+      const { officeId, name: rawName, slug, description, isPublic } = parseInput(UpdateOfficeInput, input)
+      if (rawName === undefined && slug === undefined && description === undefined && isPublic === undefined) {
         throw validationError('(body)', 'must contain at least one of name, slug, description, isPublic')
       }
+      const name = rawName === undefined ? undefined : officeName(rawName)
       return await slugChecked(slug, async () => await inTransaction(deps, async ({ trx, publish }) => {
         const { role } = requireMembership(await repo.findOfficeWithRole(trx, officeId, actor.userId, true))
         requireAllowed(role, 'update')
@@ -125,7 +133,8 @@ export function createOffices (deps: CoreDeps) {
       })
     },
 
-    /** Owner only; the last owner cannot be demoted. */
+    /** Owner only; the last owner cannot be demoted. A demoted member's pending invitations for roles
+     *  they may no longer grant are cancelled (DECISIONS §16). */
     async updateMemberRole (actor: Actor, input: unknown): Promise<Member> {
       const { officeId, userId, role: newRole } = parseInput(UpdateMemberRoleInput, input)
       return await inTransaction(deps, async ({ trx }) => {
@@ -136,6 +145,8 @@ export function createOffices (deps: CoreDeps) {
         if (target === undefined) throw notFound('Member')
         if (target.role === 'owner' && newRole !== 'owner') requireAnotherOwner(await repo.countOwners(trx, officeId))
         await repo.setMemberRole(trx, officeId, userId, newRole)
+        const lost = (['owner', 'admin', 'member'] as const).filter((r: OfficeRole) => !grantableBy(newRole).includes(r))
+        await repo.deletePendingInvitesBy(trx, officeId, userId, lost)
         return toMember({ ...target, role: newRole })
       })
     }

@@ -17,6 +17,9 @@ export interface GateRules {
   readonly accept?: ReadonlySet<string> | undefined
   /** How the accepted types read in a refusal ("a PNG, JPEG, WebP or GIF image"). */
   readonly acceptedText?: string
+  /** What is left of the uploader's quota when it is below `limit`: one byte more ends the upload
+   *  with this refusal at once, rather than after storing bytes that could never be kept. */
+  readonly budget?: { readonly bytes: number, readonly refusal: () => AppError } | undefined
 }
 
 /** The type the bytes show, or undefined when they match no format file-type knows (plain text). */
@@ -28,7 +31,7 @@ export async function sniffType (head: Uint8Array): Promise<string | undefined> 
   }
 }
 
-function mebibytes (bytes: number): string {
+export function mebibytes (bytes: number): string {
   return `${Math.round(bytes / 1024 / 1024 * 100) / 100} MiB`
 }
 
@@ -55,6 +58,11 @@ export class UploadGate extends Transform {
     this.bytes += chunk.length
     if (this.bytes > this.rules.limit) {
       callback(this.refuse(new PayloadTooLargeError('file', `must be at most ${mebibytes(this.rules.limit)}`)))
+      return
+    }
+    const { budget } = this.rules
+    if (budget !== undefined && this.bytes > budget.bytes) {
+      callback(this.refuse(budget.refusal()))
       return
     }
     if (this.mimeType !== undefined) {

@@ -1,4 +1,5 @@
 // All SQL of uploads.
+import { sql } from 'kysely'
 import type { Db } from '../../db/database.js'
 import type { UploadKind } from '../../db/schema.js'
 import type { UploadRow } from './uploads.types.js'
@@ -27,14 +28,57 @@ export async function findUpload (db: Db, id: string, match: { owner?: string, k
   return await query.executeTakeFirst()
 }
 
-/** Deletes the owner's upload; its storage key, or undefined when the owner has no such upload. */
-export async function deleteOwnUpload (db: Db, id: string, ownerId: string): Promise<string | undefined> {
-  const row = await db.deleteFrom('uploads').where('id', '=', id).where('owner_id', '=', ownerId).returning('storage_key').executeTakeFirst()
-  return row?.storage_key
+/** Deletes the owner's upload (only one of `kind`, when given); what it was, or undefined when the
+ *  owner has no such upload. */
+export async function deleteOwnUpload (db: Db, id: string, ownerId: string, kind?: UploadKind): Promise<Pick<UploadRow, 'storage_key' | 'size' | 'kind'> | undefined> {
+  let query = db.deleteFrom('uploads').where('id', '=', id).where('owner_id', '=', ownerId)
+  if (kind !== undefined) query = query.where('kind', '=', kind)
+  return await query.returning(['storage_key', 'size', 'kind']).executeTakeFirst()
 }
 
 /** Deletes every upload of a user (account deletion); their storage keys, for removal after the commit. */
 export async function deleteUploadsOwnedBy (db: Db, ownerId: string): Promise<string[]> {
   const rows = await db.deleteFrom('uploads').where('owner_id', '=', ownerId).returning('storage_key').execute()
   return rows.map((row) => row.storage_key)
+}
+
+/**
+ * Adds `size` to what the user's uploads weigh, if that stays within `quota` (DECISIONS §16). One
+ * conditional update of the user's row: parallel uploads queue on that row lock, each sees the
+ * others' committed sizes, so two uploads near the quota cannot both pass. `missing` when the user
+ * is gone (the account was deleted while the file arrived).
+ */
+export async function addUploadBytes (db: Db, userId: string, size: number, quota: number): Promise<'added' | 'over_quota' | 'missing'> {
+  const updated = await db.updateTable('users')
+    .set({ upload_bytes: sql<string>`upload_bytes + ${size}` })
+    .where('id', '=', userId)
+    .where(sql<boolean>`upload_bytes + ${size} <= ${quota}`)
+    .returning('id')
+    .executeTakeFirst()
+  if (updated !== undefined) return 'added'
+  return await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst() === undefined ? 'missing' : 'over_quota'
+}
+
+/** Takes a removed upload's size off what the user's uploads weigh. */
+export async function subtractUploadBytes (db: Db, userId: string, size: number): Promise<void> {
+  await db.updateTable('users').set({ upload_bytes: sql<string>`greatest(upload_bytes - ${size}, 0)` }).where('id', '=', userId).execute()
+}
+
+/** What the user's uploads weigh now (0 for a user that is gone). */
+export async function uploadBytesOf (db: Db, userId: string): Promise<number> {
+  const row = await db.selectFrom('users').select(sql<number>`upload_bytes::float8`.as('bytes')).where('id', '=', userId).executeTakeFirst()
+  return row?.bytes ?? 0
+}
+
+/** Clears the owner's profile avatar if it shows this URL; whether it did. */
+export async function clearAvatarShowing (db: Db, userId: string, url: string, now: Date): Promise<boolean> {
+  const row = await db.updateTable('users').set({ avatar_url: null, updated_at: now }).where('id', '=', userId).where('avatar_url', '=', url).returning('id').executeTakeFirst()
+  return row !== undefined
+}
+
+/** Of these storage keys, the ones an upload row refers to (the sweep leaves those alone). */
+export async function keysInUse (db: Db, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set()
+  const rows = await db.selectFrom('uploads').select('storage_key').where(sql<boolean>`storage_key = any(${[...keys]}::text[])`).execute()
+  return new Set(rows.map((row) => row.storage_key))
 }

@@ -4,17 +4,25 @@
 // they are all stored. So a refused or broken upload (over its limit, empty, not an image for an
 // avatar, the client gone, storage failing) leaves no row, and its bytes are removed by storage
 // itself (storage.ts: nothing partial is ever left behind). Storage failures are 503 `unavailable`.
+//
+// What one user keeps is bounded (UPLOAD_QUOTA_BYTES, DECISIONS §16): the row is written in the
+// transaction that adds its size to the user's total, only if that stays within the quota (see
+// addUploadBytes), so racing uploads cannot pass it together; a refused one leaves nothing. Storage
+// is never called inside a transaction: bytes go before the row is written and after it is removed,
+// and bytes whose row never came or whose removal failed are swept later (upload-sweep.ts).
 import type { Readable } from 'node:stream'
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { AppError, notFound, validationError } from '../errors.js'
+import { StorageFullError } from '../../infra/storage.js'
 import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
+import { lockUserRow } from '../users/users.repository.js'
 import { newId } from '../../infra/ids.js'
 import { sanitiseFilename } from './filename.js'
 import * as repo from './uploads.repository.js'
-import { UploadGate } from './sniff.js'
-import { AVATAR_TYPES, FileIdParams, servedInline, toUploadedFile, UPLOAD_KINDS, UPLOAD_LIMITS, type UploadedFile, type UploadKind } from './uploads.types.js'
+import { mebibytes, UploadGate } from './sniff.js'
+import { AVATAR_TYPES, FileIdParams, servedInline, toUploadedFile, UPLOAD_KINDS, UPLOAD_LIMITS, uploadUrl, type UploadedFile, type UploadKind } from './uploads.types.js'
 
 /** A file as a transport receives it. */
 export interface IncomingFile {
@@ -49,8 +57,23 @@ export interface ServedUpload {
   open (): Promise<Readable>
 }
 
-function storageUnavailable (): AppError {
-  return new AppError('unavailable', 'File storage is unavailable; try again later.')
+function accountGone (): AppError {
+  return new AppError('unauthenticated', 'This account no longer exists.')
+}
+
+function storageUnavailable (error?: unknown): AppError {
+  return new AppError('unavailable', error instanceof StorageFullError ? 'File storage is full; try again later.' : 'File storage is unavailable; try again later.')
+}
+
+/** 413 `QuotaExceeded`, naming the file, with what is used and what is allowed. */
+function quotaExceeded (quota: number, used: number): AppError {
+  const description = `would pass your storage quota of ${mebibytes(quota)} (${mebibytes(used)} used); delete some of your files first`
+  return new AppError('quota_exceeded', `file: ${description}`, [{ field: 'file', description }])
+}
+
+export interface UploadsOptions {
+  /** Called after a change to a user's profile commits (an avatar cleared), so caches refresh. */
+  userChanged (userId: string): Promise<void>
 }
 
 /** Removes stored bytes without failing the caller: what cannot be removed is logged for an operator. */
@@ -60,11 +83,12 @@ export async function removeStoredFiles (deps: Pick<CoreDeps, 'storage' | 'log'>
     deps.log.error({ err: error }, 'storage: removing files failed')
     return { failed: [...keys] }
   })
-  if (failed.length > 0) deps.log.error({ keys: failed }, 'storage: files left behind (no row refers to them); remove them by hand')
+  if (failed.length > 0) deps.log.error({ keys: failed }, 'storage: files left behind (no row refers to them); the upload sweep removes them later')
 }
 
-export function createUploads (deps: CoreDeps) {
+export function createUploads (deps: CoreDeps, options: UploadsOptions) {
   const { db, clock, storage, config, log } = deps
+  const quota = config.uploadQuotaBytes
   let receiving = 0
 
   /**
@@ -77,9 +101,13 @@ export function createUploads (deps: CoreDeps) {
     const { kind } = input
     const filename = sanitiseFilename(input.file.filename)
     const id = newId('file')
+    // Checked again when the row is written (commit); this only spares storing what cannot be kept.
+    const used = await repo.uploadBytesOf(db, actor.userId)
+    if (used >= quota) throw quotaExceeded(quota, used)
+    const budget = quota - used < UPLOAD_LIMITS[kind] ? { bytes: quota - used, refusal: () => quotaExceeded(quota, used) } : undefined
     const gate = new UploadGate(kind === 'avatar'
-      ? { limit: UPLOAD_LIMITS.avatar, accept: AVATAR_TYPES, acceptedText: 'a PNG, JPEG, WebP or GIF image' }
-      : { limit: UPLOAD_LIMITS[kind] })
+      ? { limit: UPLOAD_LIMITS.avatar, accept: AVATAR_TYPES, acceptedText: 'a PNG, JPEG, WebP or GIF image', budget }
+      : { limit: UPLOAD_LIMITS[kind], budget })
     // Whoever reads the gate sees its errors; until storage does, they must not go unheard.
     gate.on('error', () => {})
     const source = input.file.stream
@@ -110,11 +138,17 @@ export function createUploads (deps: CoreDeps) {
           if (settled) throw new Error('upload already committed or discarded')
           settled = true
           try {
-            return toUploadedFile(await repo.insertUpload(db, { id, ownerId: actor.userId, kind, filename, size, mimeType, storageKey: id, now: clock.now() }), config.appUrl)
+            return await inTransaction(deps, async ({ trx }) => {
+              const added = await repo.addUploadBytes(trx, actor.userId, size, quota)
+              if (added === 'over_quota') throw quotaExceeded(quota, await repo.uploadBytesOf(trx, actor.userId))
+              if (added === 'missing') throw accountGone()
+              return toUploadedFile(await repo.insertUpload(trx, { id, ownerId: actor.userId, kind, filename, size, mimeType, storageKey: id, now: clock.now() }), config.appUrl)
+            })
           } catch (error) {
+            // After the rollback: nothing refers to the bytes.
             await removeStoredFiles(deps, [id])
             // The account was deleted while its file was arriving.
-            if ((error as { code?: unknown }).code === '23503') throw new AppError('unauthenticated', 'This account no longer exists.')
+            if ((error as { code?: unknown }).code === '23503') throw accountGone()
             throw error
           }
         },
@@ -133,7 +167,7 @@ export function createUploads (deps: CoreDeps) {
       if (gate.refusal !== undefined) throw gate.refusal
       if (sourceError !== undefined) throw validationError('file', `did not arrive whole: ${sourceError.message}`)
       log.error({ err: error, kind }, 'storage: storing an upload failed')
-      throw storageUnavailable()
+      throw storageUnavailable(error)
     } finally {
       receiving--
       source.off('error', onSourceError)
@@ -175,16 +209,25 @@ export function createUploads (deps: CoreDeps) {
       }
     },
 
-    /** Owner only; to anyone else the file does not exist. The bytes go before the row commits, so a
-     *  storage failure (503) leaves the upload as it was. */
+    /**
+     * Owner only; to anyone else the file does not exist. The row goes (with its size off the
+     * owner's total, and the owner's avatar cleared if it showed this file), then, after the commit,
+     * the bytes; bytes storage fails to remove are logged and swept later (upload-sweep.ts).
+     */
     async delete (actor: Actor, input: unknown): Promise<void> {
       const { fileId } = parseInput(FileIdParams, input)
-      await inTransaction(deps, async ({ trx }) => {
-        const key = await repo.deleteOwnUpload(trx, fileId, actor.userId)
-        if (key === undefined) throw notFound('File')
-        const { failed } = await storage.remove([key]).catch(() => ({ failed: [key] }))
-        if (failed.length > 0) throw storageUnavailable()
+      const { key, avatarCleared } = await inTransaction(deps, async ({ trx }) => {
+        // The owner's row first, as every write to a user's uploads takes it (upload, avatar change,
+        // account deletion): one lock order, no deadlock between them.
+        await lockUserRow(trx, actor.userId)
+        const row = await repo.deleteOwnUpload(trx, fileId, actor.userId)
+        if (row === undefined) throw notFound('File')
+        await repo.subtractUploadBytes(trx, actor.userId, row.size)
+        const avatarCleared = row.kind === 'avatar' && await repo.clearAvatarShowing(trx, actor.userId, uploadUrl(config.appUrl, fileId), clock.now())
+        return { key: row.storage_key, avatarCleared }
       })
+      await removeStoredFiles(deps, [key])
+      if (avatarCleared) await options.userChanged(actor.userId)
     },
 
     /** Uploads being received by this instance now (tests wait for a broken one to settle). */

@@ -4,9 +4,9 @@
 import type { Transaction } from '../transaction.js'
 import { deleteRoomsCreatedBy } from '../rooms/rooms.repository.js'
 import { deleteSparksCreatedBy } from '../sparks/sparks.repository.js'
-import { deleteInvitesTo, deleteOfficeRow, membershipsOf, officesOwnedAlone } from '../offices/offices.repository.js'
+import { deleteInvitesTo, deleteOfficeRow, lockOfficesOf, membershipsOf, officesOwnedAlone } from '../offices/offices.repository.js'
 import { deleteUploadsOwnedBy } from '../uploads/uploads.repository.js'
-import { deleteUserRow, findUserById } from './users.repository.js'
+import { deleteUserRow, findUserById, lockUserRow } from './users.repository.js'
 
 export interface DeletedAccountData {
   /** Storage keys of the user's uploads: their rows are gone in the deletion's transaction; the
@@ -17,6 +17,12 @@ export interface DeletedAccountData {
 /** Deletes the account's data and publishes the same events a user deleting each room and spark
  *  would have caused, to whoever could see them, in the deletion's transaction. */
 export async function deleteAccountData ({ trx, publish }: Transaction, userId: string): Promise<DeletedAccountData> {
+  // First, before any row of theirs is touched: the office lock every membership change takes (§16), so
+  // owners counted below are the ones that stay (two owners deleting their accounts at once, or one
+  // deleting while the other leaves, never leave an office without an owner).
+  await lockOfficesOf(trx, userId)
+  // Then the user's row, which uploads and profile changes lock before their upload rows.
+  await lockUserRow(trx, userId)
   // Their rooms with every spark in them, then their sparks in rooms of others.
   const rooms = await deleteRoomsCreatedBy(trx, userId)
   const sparks = await deleteSparksCreatedBy(trx, userId)

@@ -9,6 +9,11 @@ export async function findUserById (db: Db, id: string): Promise<Selectable<User
   return await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
+/** The user's row, locked until the transaction ends (a profile change that reads what it replaces). */
+export async function lockUserRow (db: Db, id: string): Promise<Selectable<UsersTable> | undefined> {
+  return await db.selectFrom('users').selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
 export async function findUserIdByEmail (db: Db, email: string): Promise<string | undefined> {
   const row = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst()
   return row?.id

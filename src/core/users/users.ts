@@ -4,6 +4,10 @@ import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { notFound, validationError } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
+import { inTransaction } from '../transaction.js'
+import { removeStoredFiles } from '../uploads/uploads.js'
+import { deleteOwnUpload, subtractUploadBytes } from '../uploads/uploads.repository.js'
+import { uploadIdOfUrl } from '../uploads/uploads.types.js'
 import { parseInput } from '../validation.js'
 import { normaliseDisplayName } from './display-name.js'
 import { searchKeyOf } from './search-key.js'
@@ -50,13 +54,26 @@ export function createUsers (deps: CoreDeps, options: UsersOptions) {
       return row.id === actor.userId ? toUser(row) : toPublicUser(row)
     },
 
-    /** Changes the caller's own profile; unset fields stay. Answers the whole User. */
+    /**
+     * Changes the caller's own profile; unset fields stay. Answers the whole User. An avatar replaced
+     * or cleared is deleted (DECISIONS §16: its URL then answers 404): the profile row is locked
+     * while the old URL is read, so of two changes at once each deletes the avatar it replaced; the
+     * bytes go after the commit.
+     */
     async updateProfile (actor: Actor, input: unknown): Promise<User> {
       const change = parseInput(UpdateProfileInput, input)
       const displayName = change.displayName === undefined ? undefined : normaliseDisplayName(change.displayName)
       const avatarUrl = change.avatarUrl === undefined ? undefined : await avatarUrlOf(actor, change.avatarUrl)
-      const row = await repo.updateProfile(db, actor.userId, { displayName, avatarUrl }, clock.now())
-      if (row === undefined) throw notFound('User')
+      const { row, replacedKey } = await inTransaction(deps, async ({ trx }) => {
+        const before = avatarUrl === undefined ? undefined : await repo.lockUserRow(trx, actor.userId)
+        const row = await repo.updateProfile(trx, actor.userId, { displayName, avatarUrl }, clock.now())
+        if (row === undefined) throw notFound('User')
+        const oldId = before?.avatar_url === null || before?.avatar_url === undefined || before.avatar_url === avatarUrl ? undefined : uploadIdOfUrl(deps.config.appUrl, before.avatar_url)
+        const replaced = oldId === undefined ? undefined : await deleteOwnUpload(trx, oldId, actor.userId, 'avatar')
+        if (replaced !== undefined) await subtractUploadBytes(trx, actor.userId, replaced.size)
+        return { row, replacedKey: replaced?.storage_key }
+      })
+      if (replacedKey !== undefined) await removeStoredFiles(deps, [replacedKey])
       await options.userChanged(actor.userId)
       return toUser(row)
     },
