@@ -31,6 +31,10 @@ import { restApi } from './rest/index.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { redactUrl } from './infra/redact.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
+import { createMetrics, installRequestMetrics, listenForMetrics, type MetricsListener } from './http/metrics.js'
+import { installRequestTracing } from './http/request-tracing.js'
+import { flushTracing, tracingStarted } from './infra/tracing.js'
+import { observeStorage } from './infra/storage-observed.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -41,6 +45,8 @@ declare module 'fastify' {
     /** The instance is leaving (SIGTERM): /health answers 503 `draining` from now on, while requests
      *  are still served until close(), which drains too. */
     drain (): void
+    /** The port GET /metrics listens on once the app is ready; undefined without METRICS_PORT. */
+    metricsPort (): number | undefined
   }
 }
 
@@ -85,12 +91,21 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     clientErrorHandler: answerClientError
   })
 
+  // First, so the request span encloses every hook and handler (nothing when tracing is off).
+  await installRequestTracing(app)
+  app.addHook('onClose', async () => { await flushTracing() })
   if (options.onRoute !== undefined) app.addHook('onRoute', options.onRoute)
   installClientIp(app, config)
+  // Only with METRICS_PORT: otherwise nothing is counted.
+  const metrics = config.metricsPort === undefined ? undefined : createMetrics()
+  if (metrics !== undefined) installRequestMetrics(app, metrics)
 
-  const database = options.database ?? await openDatabase(config)
+  const database = options.database ?? await openDatabase(metrics === undefined ? config : { ...config, onQueryError: () => { metrics.queryError() } })
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)
-  const storage = await createStorage(config.storage, app.log)
+  const plainStorage = await createStorage(config.storage, app.log)
+  const storage = metrics === undefined && !tracingStarted()
+    ? plainStorage
+    : observeStorage(plainStorage, metrics === undefined ? undefined : { stored: (bytes) => { metrics.uploadBytes(bytes) } })
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
   const clock = options.clock ?? systemClock
   // Events travel through the database's LISTEN/NOTIFY and a durable log (src/live).
@@ -108,7 +123,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     heartbeatMs: config.sseHeartbeatMs
   })
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
-  const compute = createCompute(config, app.log)
+  const compute = createCompute(config, app.log, metrics === undefined ? undefined : (name, seconds, outcome) => { metrics.computeTask(name, seconds, outcome) })
   app.addHook('onClose', async () => { await compute.close() })
   const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute, storage }
   const core = createCore(deps)
@@ -143,7 +158,30 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   const limiter = options.rateLimit === false
     ? undefined
-    : await createLimiter(app, { config, redis, clock: deps.clock, maxOverride: options.rateLimit?.maxOverride })
+    : await createLimiter(app, {
+      config,
+      redis,
+      clock: deps.clock,
+      maxOverride: options.rateLimit?.maxOverride,
+      ...(metrics === undefined ? {} : { onDecision: (tier, allowed) => { metrics.rateLimitDecision(tier, allowed) } })
+    })
+
+  let metricsListener: MetricsListener | undefined
+  app.decorate('metricsPort', () => metricsListener?.port)
+  if (metrics !== undefined && config.metricsPort !== undefined) {
+    const metricsPort = config.metricsPort
+    live.bus.follow((event) => { metrics.eventDelivered(clock.now().getTime() - Date.parse(event.timestamp)) })
+    metrics.readFrom({
+      ...(limiter === undefined ? {} : { limiterCounts: limiter.counts }),
+      streamsOpen: () => streams.size,
+      heldBackMs: () => live.bus.lagMs(),
+      ...(database.pool === undefined ? {} : { pool: database.pool }),
+      computeLoad: compute.load
+    })
+    // Its own listener, never the public port; opened when the app is ready, closed with it.
+    app.addHook('onReady', async () => { metricsListener = await listenForMetrics(metrics, metricsPort, config.host) })
+    app.addHook('onClose', async () => { await metricsListener?.close() })
+  }
 
   const probes: Record<string, HealthProbe> = {
     database: { essential: true, check: async () => { await database.ping(); return 'healthy' } },

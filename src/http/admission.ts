@@ -46,6 +46,8 @@ export interface Admission {
 export interface AdmissionPolicy {
   access: Access
   tier: Tier
+  /** The route's transport (metrics and traces label requests with it). */
+  transport: Transport
 }
 
 export async function admit (core: Core, limiter: Limiter | undefined, request: FastifyRequest, policy: AdmissionPolicy, credential: string | undefined, credentialRequired: string): Promise<Admission> {
@@ -101,7 +103,7 @@ export function installAdmission (scope: FastifyInstance, options: GateOptions):
       throw new Error(`${String(route.method)} ${route.url}: no operation in the catalogue (src/core/operations.ts) for ${String(operation)}`)
     }
     const policy = OPERATIONS[operation]
-    route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier } }
+    route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier, transport } }
   })
   scope.decorateRequest('actor', null)
   scope.addHook('onRequest', async (request, reply) => {
