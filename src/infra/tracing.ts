@@ -46,9 +46,10 @@ export function tracingStarted (): boolean {
 
 const tracer = trace.getTracer('canvas-api')
 
-/** Runs `work` in a child span named `name` (while tracing is on), recording a failure on it. */
+/** Runs `work` in a child span named `name` (while tracing is on, inside a request or another
+ *  span: background work starts no trace of its own), recording a failure on it. */
 export async function traced<T> (name: string, attributes: Attributes, work: () => Promise<T>): Promise<T> {
-  if (running === undefined) return await work()
+  if (running === undefined || trace.getActiveSpan() === undefined) return await work()
   return await tracer.startActiveSpan(name, { attributes }, async (span) => {
     try {
       return await work()
