@@ -1,7 +1,7 @@
 // Builds the whole service for a configuration: infrastructure first, then the REST API and/or the
 // RPC gateway as EXPOSE says. server.ts runs it; every test builds the same app.
 import cookie from '@fastify/cookie'
-import Fastify, { type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest, type RouteOptions } from 'fastify'
 import type { Server } from 'node:http'
 import type { Config } from './config.js'
 import { createCompute } from './compute/compute.js'
@@ -20,19 +20,24 @@ import { liveConnectionsFor } from './live/live-connections.js'
 import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
-import { healthRoute } from './http/health.routes.js'
-import { answerFrameworkError, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
+import { healthRoute, watchForFailures } from './http/health.routes.js'
+import { createHealthMonitor } from './http/health-monitor.js'
+import { frameworkErrorAnswer, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
 import { installNotFound } from './http/not-found.js'
-import { answerClientError } from './http/client-errors.js'
+import { clientErrorAnswer } from './http/client-errors.js'
 import { createListener, type RequestHandler } from './http/listener.js'
 import { installClientIp, proxyTrust } from './http/client-ip.js'
-import { installRestErrorHandler } from './rest/errors.js'
+import { genReqId, installRequestId } from './http/request-id.js'
+import { installAccessLog, type AccessLineFields } from './http/access-log.js'
+import type { EdgeRefusals } from './http/refusals.js'
+import { installRestErrorHandler, restRefusalWriter } from './rest/errors.js'
 import { restApi } from './rest/index.js'
+import { rpcRefusalWriter } from './rpc/errors.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { redactUrl } from './infra/redact.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
 import { createMetrics, installRequestMetrics, listenForMetrics, type MetricsListener } from './http/metrics.js'
-import { installRequestTracing } from './http/request-tracing.js'
+import { installRequestTracing, traceFields } from './http/request-tracing.js'
 import { flushTracing, tracingStarted } from './infra/tracing.js'
 import { observeStorage } from './infra/storage-observed.js'
 
@@ -63,24 +68,37 @@ export interface BuildOptions {
   rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
   /** Sees every route as it is registered (tests walk the app's own route table with it). */
   onRoute?: (route: RouteOptions) => void
-  /** Where log lines go instead of standard output (tests read them). */
+  /** Where log lines go instead of standard output (tests read them; server.ts passes pino's
+   *  asynchronous destination, which it flushes on exit). */
   logStream?: { write: (line: string) => void }
+  /** Counts /health probe rounds (tests: at most one a second, whatever the load). */
+  onHealthRound?: () => void
+  /** More fields for every access line (the trace id, when tracing is on: src/http/access-log.ts). */
+  accessLineFields?: AccessLineFields
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  // The edge answers its own refusals in the envelope of the transport a path belongs to: each
+  // transport hands it its writer (src/http/refusals.ts).
+  const refusals: EdgeRefusals = { rest: restRefusalWriter, rpc: { prefix: RPC_PREFIX, write: rpcRefusalWriter } }
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      // Requests are logged with the client's address by the service's one rule (src/http/client-ip.ts),
-      // and without the tokens a URL may carry (src/infra/redact.ts).
+      // A request that is logged whole is logged with the client's address by the service's one rule
+      // (src/http/client-ip.ts), and without the tokens a URL may carry (src/infra/redact.ts).
       serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url), host: request.host, remoteAddress: request.clientIp, remotePort: request.socket.remotePort }) },
       ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
+    // One access line per request instead of Fastify's two (src/http/access-log.ts).
+    logController: new LogController({ disableRequestLogging: true }),
+    // X-Request-Id (DECISIONS §15): a client's id kept when it is fit, else a new one, as request.id.
+    requestIdHeader: false,
+    genReqId,
     trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
-    frameworkErrors: answerFrameworkError,
+    frameworkErrors: frameworkErrorAnswer(refusals),
     // HTTP/1.1 and HTTP/2 on one port, with the timeouts and the draining close of src/http/listener.ts.
-    serverFactory: (handler) => createListener(handler as RequestHandler, { timeouts: config.http, tls: config.tls, drainMs: DRAIN_MS }) as Server,
+    serverFactory: (handler) => createListener(handler as RequestHandler, { timeouts: config.http, tls: config.tls, drainMs: DRAIN_MS, refuse: refusals.rest }) as Server,
     // Only names the scheme of the addresses Fastify logs and returns: the listener above serves TLS.
     ...(config.tls === undefined ? {} : { https: {} }),
     // The listener drains connections itself on close (Fastify's way cuts requests already on the wire).
@@ -88,7 +106,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A request that arrives on an open connection while the server closes is answered, not refused
     // with Fastify's own 503 body; its answer tells the client to close the connection.
     return503OnClosing: false,
-    clientErrorHandler: answerClientError
+    clientErrorHandler: clientErrorAnswer(refusals.rest)
   })
 
   // First, so the request span encloses every hook and handler (nothing when tracing is off).
@@ -99,6 +117,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.addHook('onClose', async () => { await flushTracing() })
   if (options.onRoute !== undefined) app.addHook('onRoute', options.onRoute)
   installClientIp(app, config)
+  installRequestId(app)
+  installAccessLog(app, { extraFields: options.accessLineFields ?? traceFields() })
   // Only with METRICS_PORT: otherwise nothing is counted.
   const metrics = config.metricsPort === undefined ? undefined : createMetrics()
   if (metrics !== undefined) installRequestMetrics(app, metrics)
@@ -207,8 +227,16 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(cookie)
   // The REST envelope is the app's default (health, unknown paths, the REST API); /rpc has its own.
   installRestErrorHandler(app)
-  installNotFound(app)
-  await app.register(healthRoute(probes, deps.clock, servesRest, () => draining))
+  installNotFound(app, refusals.rest)
+  const startedAt = Date.now()
+  const health = createHealthMonitor({
+    probes,
+    clock: deps.clock,
+    ...(servesRest ? { uptime: () => Math.round((Date.now() - startedAt) / 1000) } : {}),
+    ...(options.onHealthRound === undefined ? {} : { onRound: options.onHealthRound })
+  })
+  watchForFailures(app, health)
+  await app.register(healthRoute(health, () => draining))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
   if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter })
   return app

@@ -1,5 +1,8 @@
 // The process: configuration → app → listen → graceful close on SIGTERM/SIGINT (after
-// SHUTDOWN_DELAY_MS, if set, of serving on while /health says draining).
+// SHUTDOWN_DELAY_MS, if set, of serving on while /health says draining). Logs go to standard output
+// through pino's asynchronous destination (a request never waits on the write), flushed whenever
+// the process exits: after the close, on a forced exit, and on a crash.
+import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 
@@ -14,7 +17,23 @@ try {
   throw error
 }
 
-const app = await buildApp(config)
+const logDestination = pino.destination({ sync: false })
+/** Writes out what the asynchronous destination still holds; every exit path passes here. */
+function flushLogs (): void {
+  try {
+    logDestination.flushSync()
+  } catch {
+    // Standard output is gone (a closed pipe): nothing more can be written anyway.
+  }
+}
+process.on('exit', flushLogs)
+
+const app = await buildApp(config, { logStream: logDestination })
+// A crash is logged as `fatal` and written out before the process ends (exit code 1, as Node's own).
+process.on('uncaughtException', (error, origin) => {
+  app.log.fatal({ err: error, origin }, 'crashed')
+  process.exit(1)
+})
 await app.listen({ port: config.port, host: config.host })
 
 /** How long closing may take once the listener begins to close (the listener cuts what is still

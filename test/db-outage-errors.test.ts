@@ -5,9 +5,9 @@ import t from 'tap'
 import { createServer } from 'node:net'
 import { Kysely, sql } from 'kysely'
 import pg from 'pg'
-import { AppError } from '../src/core/errors.js'
+import { AppError, asAppError } from '../src/core/errors.js'
 import { OutageAwarePostgresDialect } from '../src/db/outage-dialect.js'
-import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseOutage, translateOutage } from '../src/db/outage-errors.js'
+import { DATABASE_UNAVAILABLE_MESSAGE, DatabaseUnavailableError, isDatabaseOutage, translateOutage } from '../src/db/outage-errors.js'
 import { createPostgresPool } from '../src/db/postgres-pool.js'
 
 const withCode = (code: string, message = 'x'): Error => Object.assign(new Error(message), { code })
@@ -42,12 +42,17 @@ t.test('everything else passes through unchanged', async (t) => {
   t.notOk(isDatabaseOutage(deep), 'a cause chain is followed only a few levels')
 })
 
-t.test('the translation: AppError unavailable, retry after 1 s, the original kept as its cause', async (t) => {
+t.test('the translation: the data layer\'s outage error, which the core maps to `unavailable`, retry after 1 s, the original kept as its cause', async (t) => {
   const original = withCode('57P01', 'terminating connection due to administrator command')
   const translated = translateOutage(original)
-  t.ok(translated instanceof AppError)
-  t.match(translated, { kind: 'unavailable', message: DATABASE_UNAVAILABLE_MESSAGE, retryAfter: 1, violations: [] })
+  t.ok(translated instanceof DatabaseUnavailableError)
+  t.notOk(translated instanceof AppError, 'the data layer knows nothing of the core\'s errors')
   t.equal((translated as Error).cause, original)
+  const mapped = asAppError(translated)
+  t.ok(mapped instanceof AppError)
+  t.match(mapped, { kind: 'unavailable', message: DATABASE_UNAVAILABLE_MESSAGE, retryAfter: 1, violations: [] })
+  t.equal((mapped as Error).cause, original)
+  t.equal(asAppError(original), original, 'any other error is left as it is')
 })
 
 async function closedPort (): Promise<number> {
@@ -66,10 +71,11 @@ t.test('through the dialect: a server that refuses connections is `unavailable`,
   t.teardown(async () => { await db.destroy() })
   const started = performance.now()
   const error = await sql`select 1`.execute(db).then(() => undefined, (e: unknown) => e)
-  t.match(error, { kind: 'unavailable', retryAfter: 1 })
+  t.ok(error instanceof DatabaseUnavailableError)
+  t.match(asAppError(error), { kind: 'unavailable', retryAfter: 1 })
   t.ok(isDatabaseOutage((error as Error).cause), 'the refusal is its cause')
   const transaction = await db.transaction().execute(async (trx) => await sql`select 1`.execute(trx)).then(() => undefined, (e: unknown) => e)
-  t.match(transaction, { kind: 'unavailable' }, 'a transaction too')
+  t.ok(transaction instanceof DatabaseUnavailableError, 'a transaction too')
   t.ok(performance.now() - started < 1_000, 'without waiting for the connect timeout')
 })
 

@@ -194,7 +194,7 @@ async function outageTests (): Promise<void> {
     }
     const rest = await timed(async () => await user.rest('GET', '/api/rooms'))
     t.equal(rest.value.statusCode, 503, 'REST: 503')
-    t.same(rest.value.json(), { error: 'ServiceUnavailable', message: 'The database is unavailable; retry shortly.', retryAfter: 1 })
+    t.same(rest.value.json(), { error: 'ServiceUnavailable', message: 'The database is unavailable; retry shortly.', retryAfter: 1, requestId: rest.value.headers['x-request-id'] }, 'with the request id to quote (DECISIONS §15)')
     t.equal(rest.value.headers['retry-after'], '1', 'with Retry-After')
     t.ok(rest.ms < OUTAGE_ANSWER_MS, `answered in ${rest.ms.toFixed(0)} ms`)
     for (const binary of [false, true]) {

@@ -219,7 +219,7 @@ t.test('a dead database: health is unhealthy (503), requests get a masked 500', 
   // Reads that need the database (the session itself is cached, so authentication still passes).
   const rooms = await d.app.inject({ method: 'GET', url: '/api/rooms', cookies: { app_session: cookie } })
   t.equal(rooms.statusCode, 500)
-  t.same(rooms.json(), { error: 'InternalServerError', message: 'An unexpected error occurred.' })
+  t.same(rooms.json(), { error: 'InternalServerError', message: 'An unexpected error occurred.', requestId: rooms.headers['x-request-id'] }, 'with the request id to quote (DECISIONS §15)')
   try {
     await rpcClient(d, RoomsService, { token: cookie }).listRooms({})
     t.fail('expected INTERNAL')

@@ -12,6 +12,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Code, ConnectError, createContextValues } from '@connectrpc/connect'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { createListener, type RequestHandler } from '../src/http/listener.js'
+import { restRefusalWriter } from '../src/rest/errors.js'
 import { serviceRoute } from '../src/rpc/connect-unary.js'
 import { RPC_PREFIX, serveRpcServices } from '../src/rpc/index.js'
 
@@ -29,7 +30,8 @@ async function signalApp (): Promise<{ app: FastifyInstance, url: string, waitin
   const app = Fastify({
     serverFactory: (handler) => createListener(handler as RequestHandler, {
       timeouts: { headersMs: 10_000, requestMs: 120_000, bodyIdleMs: 30_000, keepAliveMs: 72_000, idleMs: 120_000 },
-      drainMs: 8_000
+      drainMs: 8_000,
+      refuse: restRefusalWriter
     }) as http.Server,
     forceCloseConnections: false,
     return503OnClosing: false

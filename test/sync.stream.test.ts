@@ -196,7 +196,7 @@ t.test('an event that cannot be written rolls its change back (the outbox is the
 
   const rest = await owner.rest('POST', '/api/rooms', { name: poison, isPublic: false })
   t.equal(rest.statusCode, 500)
-  t.same(rest.json(), { error: 'InternalServerError', message: 'An unexpected error occurred.' })
+  t.same(rest.json(), { error: 'InternalServerError', message: 'An unexpected error occurred.', requestId: rest.headers['x-request-id'] })
   const rpc = await rpcError(owner.rpc(RoomsService).createRoom({ name: poison }))
   t.equal(rpc.code, Code.Internal)
   const rooms = (await owner.rest('GET', '/api/rooms?limit=100')).json().data as Array<{ name: string }>

@@ -295,7 +295,7 @@ t.test('storage failing: uploads and reads answer 503 in the envelope, health sa
   try {
     const upload = await client.post(user.cookie, formOf(['type', 'attachment'], { filename: 'x.txt', content: SAMPLES.text }))
     t.equal(upload.status, 503)
-    t.same(upload.json(), { error: 'ServiceUnavailable', message: 'File storage is unavailable; try again later.' })
+    t.same(upload.json(), { error: 'ServiceUnavailable', message: 'File storage is unavailable; try again later.', requestId: upload.headers.get('x-request-id') })
     const read = await client.get(undefined, String(stored.url))
     t.equal(read.status, 503)
     t.equal(read.json().error, 'ServiceUnavailable')

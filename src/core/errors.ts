@@ -1,5 +1,7 @@
 // The one error type of the core. Each transport maps `kind` to its own status/code in one table
-// (src/rest/errors.ts, src/rpc/errors.ts); anything that is not an AppError is masked as internal.
+// (src/rest/errors.ts, src/rpc/errors.ts), after `asAppError` has mapped the errors of the layers
+// below that have a meaning for callers (a database outage); anything else is masked as internal.
+import { DatabaseUnavailableError } from '../db/outage-errors.js'
 
 export type ErrorKind =
   | 'validation' // bad input; carries one violation per offending field
@@ -56,4 +58,15 @@ export class PayloadTooLargeError extends AppError {
     super('limit_reached', `${field}: ${description}`, [{ field, description }])
     this.name = 'PayloadTooLargeError'
   }
+}
+
+/** `error` as the core answers it: the data layer's outage is `unavailable` (retry after 1 s); any
+ *  other error is returned as it is. Transports call it before their tables. */
+export function asAppError (error: unknown): unknown {
+  if (error instanceof DatabaseUnavailableError) {
+    const mapped = new AppError('unavailable', error.message, [], error.retryAfter)
+    mapped.cause = error.cause
+    return mapped
+  }
+  return error
 }

@@ -1,7 +1,7 @@
 // Kysely's Postgres dialect with outages translated at the source: every driver step that talks to
 // the server (taking a connection, a query, begin/commit/rollback, savepoints) turns a lost or
-// refused connection into AppError `unavailable`, so every operation of the core answers 503 /
-// UNAVAILABLE during an outage without knowing about it. Other errors pass through unchanged.
+// refused connection into DatabaseUnavailableError (which the core maps to `unavailable`), so every
+// operation of the core answers 503 / UNAVAILABLE during an outage without handling it itself. Other errors pass through unchanged.
 import {
   PostgresDialect,
   type CompiledQuery,

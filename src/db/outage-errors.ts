@@ -1,8 +1,8 @@
 // Which database errors mean "the database cannot be reached right now" (an outage, worth a retry)
 // rather than "this query is wrong" (constraint violations, syntax errors: the core handles or
-// masks those). Outages become one AppError `unavailable` (503 / UNAVAILABLE with Retry-After: 1);
-// everything else passes through untouched, so code matching SQLSTATEs such as 23503 still works.
-import { AppError } from '../core/errors.js'
+// masks those). Outages become the data layer's own DatabaseUnavailableError, which the core maps
+// to its `unavailable` (503 / UNAVAILABLE with Retry-After: 1, src/core/errors.ts); everything else
+// passes through untouched, so code matching SQLSTATEs such as 23503 still works.
 
 /** Socket-level failures: nobody listening, connection cut, or no answer in time. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'])
@@ -38,14 +38,18 @@ export function isDatabaseOutage (error: unknown, depth = 0): boolean {
 
 export const DATABASE_UNAVAILABLE_MESSAGE = 'The database is unavailable; retry shortly.'
 
-/** The error a request sees during an outage; the original stays on `cause` for whoever logs it. */
-export function databaseUnavailable (cause: unknown): AppError {
-  const error = new AppError('unavailable', DATABASE_UNAVAILABLE_MESSAGE, [], 1)
-  error.cause = cause
-  return error
+/** The error a query raises during an outage; the original stays on `cause` for whoever logs it. */
+export class DatabaseUnavailableError extends Error {
+  /** Seconds after which a retry may succeed (a restart or failover takes about that). */
+  readonly retryAfter = 1
+
+  constructor (cause: unknown) {
+    super(DATABASE_UNAVAILABLE_MESSAGE, { cause })
+    this.name = 'DatabaseUnavailableError'
+  }
 }
 
-/** `error` as the caller should see it: an outage becomes `unavailable`, anything else is unchanged. */
+/** `error` as the caller should see it: an outage becomes DatabaseUnavailableError, anything else is unchanged. */
 export function translateOutage (error: unknown): unknown {
-  return isDatabaseOutage(error) ? databaseUnavailable(error) : error
+  return isDatabaseOutage(error) ? new DatabaseUnavailableError(error) : error
 }

@@ -8,7 +8,7 @@
 // a refusal; a route that names no operation stops the app from starting.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { Actor } from '../core/actor.js'
-import { AppError } from '../core/errors.js'
+import { AppError, asAppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import { accessOn, isOperationId, OPERATIONS, type Access, type OperationId, type Tier, type Transport } from '../core/operations.js'
 import { rateLimitedError, rateLimitHeaders, type Limiter } from '../ratelimit/limiter.js'
@@ -57,8 +57,9 @@ export async function admit (core: Core, limiter: Limiter | undefined, request: 
     try {
       actor = await core.auth.authenticate(credential)
     } catch (error) {
-      if (!(error instanceof AppError)) throw error
-      identityError = error
+      const refusal = asAppError(error)
+      if (!(refusal instanceof AppError)) throw error
+      identityError = refusal
     }
   }
 

@@ -12,6 +12,8 @@
 // timeouts; a request is watched from its headers until its response closes.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { BODY_IDLE, refuseOnSocket } from './client-errors.js'
+import type { RefusalWriter } from './refusals.js'
+import { requestIdOfRaw } from './request-id.js'
 
 const SWEEP_EVERY_MS = 1_000
 
@@ -23,7 +25,8 @@ export interface BodyIdleWatch {
   stop (): void
 }
 
-export function watchBodyIdle (idleMs: number): BodyIdleWatch {
+/** `write` words the 408 (REST's envelope). */
+export function watchBodyIdle (idleMs: number, write: RefusalWriter): BodyIdleWatch {
   // Progress is noted by the first sweep that sees a request, so a request answered within a second
   // costs one map entry and one listener.
   const watched = new Map<ServerResponse, Progress | undefined>()
@@ -52,7 +55,7 @@ export function watchBodyIdle (idleMs: number): BodyIdleWatch {
       } else if (now - progress.since >= idleMs) {
         watched.delete(response)
         // Node's own request timeout answers the same way: the refusal, then the connection closes.
-        if (!response.headersSent) refuseOnSocket(socket, BODY_IDLE)
+        if (!response.headersSent) refuseOnSocket(socket, BODY_IDLE, write, requestIdOfRaw(request))
         socket.destroy()
       }
     }

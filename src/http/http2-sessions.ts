@@ -13,9 +13,11 @@
 //   session kept busy by PINGs does not hide a stalled body.
 // - Once the request is in, a stream with no traffic either way for `idleMs` is reset with CANCEL
 //   (a client that stopped reading its answer); event streams turn that off for themselves.
-import http2, { type Http2ServerRequest, type Http2Stream, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
+import http2, { type Http2ServerRequest, type Http2Stream, type ServerHttp2Session } from 'node:http2'
 import type { HttpTimeouts } from './listener.js'
 import { timeoutRefusal, type Lateness } from './client-errors.js'
+import type { RefusalWriter } from './refusals.js'
+import { requestIdOfRaw } from './request-id.js'
 
 /** Streams one session may have open at once: a client needs no more to saturate a connection,
  *  and each open stream holds memory until it ends. */
@@ -58,13 +60,13 @@ function goAway (session: ServerHttp2Session): void {
 }
 
 /** Puts one request's stream under the timeouts above; called before the request is handled. */
-export function guardStream (request: Http2ServerRequest, timeouts: HttpTimeouts): void {
+export function guardStream (request: Http2ServerRequest, timeouts: HttpTimeouts, write: RefusalWriter): void {
   const stream = request.stream
   if (stream.endAfterHeaders) {
     stream.setTimeout(timeouts.idleMs, resetIdleStream)
     return
   }
-  const whole = setTimeout(() => { if (!requestEnded(stream)) refuseStalled(stream, 'request') }, timeouts.requestMs)
+  const whole = setTimeout(() => { if (!requestEnded(stream)) refuseStalled(request, 'request', write) }, timeouts.requestMs)
   whole.unref()
   stream.once('close', () => { clearTimeout(whole) })
   stream.setTimeout(timeouts.bodyIdleMs)
@@ -76,7 +78,7 @@ export function guardStream (request: Http2ServerRequest, timeouts: HttpTimeouts
       // The server, not the client, is behind (the body waits in a buffer, or no one reads it yet).
       stream.setTimeout(timeouts.bodyIdleMs)
     } else {
-      refuseStalled(stream, 'body')
+      refuseStalled(request, 'body', write)
     }
   })
 }
@@ -92,16 +94,17 @@ function readingBehind (request: Http2ServerRequest): boolean {
   return stream.readableFlowing !== true || stream.readableLength > 0 || request.readableLength > 0
 }
 
-function refuseStalled (stream: ServerHttp2Stream, late: Lateness): void {
+function refuseStalled (request: Http2ServerRequest, late: Lateness, write: RefusalWriter): void {
+  const stream = request.stream
   if (stream.closed || stream.destroyed) return
   if (stream.headersSent) {
     // An answer already sent in full stands (RFC 9113 §8.1: NO_ERROR); one half sent is abandoned.
     stream.close(stream.state.localClose === 1 ? NGHTTP2_NO_ERROR : NGHTTP2_CANCEL)
     return
   }
-  const { status, json } = timeoutRefusal(late)
-  stream.respond({ ':status': status, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) })
-  stream.end(json)
+  const { status, contentType, body } = timeoutRefusal(late, write)
+  stream.respond({ ':status': status, 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'x-request-id': requestIdOfRaw(request) })
+  stream.end(body)
   // RST_STREAM NO_ERROR once the answer is out: the client may stop sending, the answer stands.
   stream.close(NGHTTP2_NO_ERROR)
 }

@@ -16,6 +16,7 @@ import tls from 'node:tls'
 import { watchBodyIdle } from './body-idle.js'
 import { closeByDraining } from './draining-close.js'
 import { guardStream, MAX_CONCURRENT_STREAMS, trackSessions } from './http2-sessions.js'
+import type { RefusalWriter } from './refusals.js'
 
 /** How long a client may take, each in milliseconds (README: Configuration). */
 export interface HttpTimeouts {
@@ -38,6 +39,8 @@ export interface ListenerOptions {
   tls?: { cert: Buffer, key: Buffer } | undefined
   /** On close, connections still open after this long are cut. */
   drainMs: number
+  /** Words the 408 of a request too slow to arrive (REST's envelope: refusals.ts). */
+  refuse: RefusalWriter
 }
 
 export type RequestHandler = (request: http.IncomingMessage | http2.Http2ServerRequest, response: http.ServerResponse | http2.Http2ServerResponse) => void
@@ -48,7 +51,7 @@ const TIMEOUT_CHECK_EVERY_MS = 1_000
 
 export function createListener (handler: RequestHandler, options: ListenerOptions): net.Server {
   const { timeouts } = options
-  const bodies = watchBodyIdle(timeouts.bodyIdleMs)
+  const bodies = watchBodyIdle(timeouts.bodyIdleMs, options.refuse)
   const http1 = http.createServer({
     headersTimeout: timeouts.headersMs,
     requestTimeout: timeouts.requestMs,
@@ -64,7 +67,7 @@ export function createListener (handler: RequestHandler, options: ListenerOption
   http1.emit('listening')
 
   const http2Server = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, (request, response) => {
-    guardStream(request, timeouts)
+    guardStream(request, timeouts, options.refuse)
     handler(request, response)
   })
   const sessions = trackSessions(http2Server, timeouts)

@@ -1,8 +1,9 @@
-// Unknown paths answer JSON 404; a known path with the wrong method answers JSON 405 with `Allow`.
+// Unknown paths answer JSON 404; a known path with the wrong method answers JSON 405 with `Allow`
+// (in the REST envelope: /rpc has its own not-found handler).
 import type { FastifyInstance } from 'fastify'
-import { restRefusal, sendRestError } from '../rest/errors.js'
+import type { RefusalWriter } from './refusals.js'
 
-export function installNotFound (app: FastifyInstance): void {
+export function installNotFound (app: FastifyInstance, write: RefusalWriter): void {
   const routes: Array<{ method: string, pattern: RegExp }> = []
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
@@ -15,10 +16,10 @@ export function installNotFound (app: FastifyInstance): void {
   app.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0] ?? '/'
     const allowed = [...new Set(routes.filter((r) => r.method !== 'OPTIONS' && r.pattern.test(path)).map((r) => r.method))]
-    if (allowed.length > 0 && !allowed.includes(request.method)) {
-      void reply.header('allow', allowed.join(', '))
-      return await sendRestError(reply, restRefusal('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`))
-    }
-    return await sendRestError(reply, restRefusal('route_not_found', `No route for ${request.method} ${path}`))
+    const refusal = allowed.length > 0 && !allowed.includes(request.method)
+      ? write('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`)
+      : write('route_not_found', `No route for ${request.method} ${path}`)
+    if (refusal.status === 405) void reply.header('allow', allowed.join(', '))
+    return await reply.code(refusal.status).type(refusal.contentType).send(refusal.body)
   })
 }

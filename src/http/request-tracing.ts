@@ -5,16 +5,32 @@
 // catalogue, and the URL redacted (src/infra/redact.ts): spans are read by as many people as logs.
 // A span per lifecycle hook is not made (several per request, for no question an operator asks).
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { redactUrl } from '../infra/redact.js'
 import { tracingStarted } from '../infra/tracing.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The trace of the request's span, while tracing is on (the access line carries it). */
+    traceId: string | undefined
+  }
+}
+
+/** The access line's trace field, while tracing is on (src/http/access-log.ts); undefined when off. */
+export function traceFields (): ((request: FastifyRequest) => Record<string, unknown>) | undefined {
+  if (!tracingStarted()) return undefined
+  return (request) => ({ traceId: request.traceId })
+}
 
 /** Registers the request spans on `app` (its root: before any other hook or route); nothing when tracing is off. */
 export async function installRequestTracing (app: FastifyInstance): Promise<void> {
   if (!tracingStarted()) return
+  app.decorateRequest('traceId', undefined)
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     requestHook: (span, request) => {
+      // Kept on the request: the access line is written after the span has ended.
+      request.traceId = span.spanContext().traceId
       const route = request.routeOptions.url ?? 'unknown route'
       span.updateName(`${request.method} ${route}`)
       span.setAttribute('url.path', redactUrl(request.url))

@@ -3,7 +3,8 @@
 // that is not JSON, an unknown path, a request too slow to arrive, …). The error handler, the gate,
 // the not-found handler, framework errors and the HTTP parser's errors all answer through it.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, PayloadTooLargeError, type ErrorKind } from '../core/errors.js'
+import { AppError, asAppError, PayloadTooLargeError, type ErrorKind } from '../core/errors.js'
+import type { RefusalWriter } from '../http/refusals.js'
 
 /** Refusals of HTTP itself, before any operation (or the core) sees the request. */
 export type HttpRefusal = 'bad_request' | 'route_not_found' | 'method_not_allowed' | 'request_timeout' | 'not_acceptable'
@@ -45,6 +46,8 @@ export interface RestErrorBody {
   message: string
   details?: Array<{ field: string, issue: string }>
   retryAfter?: number
+  /** On 5xx answers: the request's X-Request-Id, to quote when reporting it (DECISIONS §15). */
+  requestId?: string
 }
 
 export interface RestErrorReply { status: number, body: RestErrorBody }
@@ -53,6 +56,14 @@ export function restRefusal (reason: HttpRefusal, message: string): RestErrorRep
   const { status, error } = REPLIES[reason]
   return { status, body: { error, message } }
 }
+
+/** The REST envelope of the refusals the edge makes by itself (src/http/refusals.ts). */
+export const restRefusalWriter: RefusalWriter = (reason, message) => {
+  const { status, body } = restRefusal(reason, message)
+  return { status, contentType: JSON_TYPE, body: JSON.stringify(body) }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
 
 export function restError (error: AppError): RestErrorReply {
   const { status, error: name } = error instanceof PayloadTooLargeError ? REPLIES.payload_too_large : REPLIES[error.kind]
@@ -66,7 +77,8 @@ export function restError (error: AppError): RestErrorReply {
 
 export async function sendRestError (reply: FastifyReply, { status, body }: RestErrorReply): Promise<FastifyReply> {
   if (body.retryAfter !== undefined) void reply.header('retry-after', String(body.retryAfter))
-  return await reply.code(status).type('application/json; charset=utf-8').send(body)
+  const sent = status >= 500 ? { ...body, requestId: reply.request.id } : body
+  return await reply.code(status).type(JSON_TYPE).send(sent)
 }
 
 export async function sendAppError (reply: FastifyReply, error: AppError): Promise<FastifyReply> {
@@ -74,7 +86,8 @@ export async function sendAppError (reply: FastifyReply, error: AppError): Promi
 }
 
 /** The reply to any error a REST route or hook throws; nothing unexpected ever shows its text. */
-export function restErrorOf (error: FastifyError | AppError): RestErrorReply {
+export function restErrorOf (thrown: FastifyError | AppError): RestErrorReply {
+  const error = asAppError(thrown) as FastifyError | AppError
   if (error instanceof AppError) return restError(error)
   const status = error.statusCode ?? 500
   if (status < 400 || status >= 500) return restRefusal('internal', 'An unexpected error occurred.')
@@ -84,7 +97,7 @@ export function restErrorOf (error: FastifyError | AppError): RestErrorReply {
 export function installRestErrorHandler (app: FastifyInstance): void {
   app.setErrorHandler(async (error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     const answer = restErrorOf(error)
-    if (answer.status >= 500 && !(error instanceof AppError)) request.log.error({ err: error }, 'unhandled error')
+    if (answer.status >= 500 && !(asAppError(error) instanceof AppError)) request.log.error({ err: error }, 'unhandled error')
     return await sendRestError(reply, answer)
   })
 }

@@ -10,7 +10,8 @@ import type { JsonValue, JsonWriteOptions } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { codeToHttpStatus, errorToJson, errorToJsonBytes } from '@connectrpc/connect/protocol-connect'
 import type { FastifyError, FastifyInstance } from 'fastify'
-import { AppError, PayloadTooLargeError, type ErrorKind } from '../core/errors.js'
+import { AppError, asAppError, PayloadTooLargeError, type ErrorKind } from '../core/errors.js'
+import type { EdgeRefusal, RefusalWriter } from '../http/refusals.js'
 import { BadRequestSchema } from '../gen/google/rpc/error_details_pb.js'
 import { isGrpcCall, sendGrpcRefusal } from './grpc-refusal.js'
 
@@ -58,8 +59,24 @@ export function rpcRefusal (reason: RpcRefusal, message: string): ConnectError {
   return new ConnectError(message, CODE[reason])
 }
 
+/** The edge's refusals under /rpc, in the gateway's words (a path that routes nowhere is a missing procedure). */
+const REFUSAL_OF_EDGE: Record<EdgeRefusal, RpcRefusal> = {
+  bad_request: 'bad_request',
+  route_not_found: 'no_procedure',
+  method_not_allowed: 'bad_request',
+  request_timeout: 'bad_request',
+  headers_too_large: 'bad_request'
+}
+
+/** Connect's error JSON for the refusals the edge makes by itself under /rpc (src/http/refusals.ts). */
+export const rpcRefusalWriter: RefusalWriter = (reason, message) => {
+  const { status, body } = connectErrorReply(rpcRefusal(REFUSAL_OF_EDGE[reason], message))
+  return { status, contentType: 'application/json', body: Buffer.from(body).toString('utf8') }
+}
+
 /** An error leaving a handler: AppError by the table, ConnectError as it is, anything else masked. */
-export function toConnectError (error: unknown, logError: (error: unknown) => void): ConnectError {
+export function toConnectError (thrown: unknown, logError: (error: unknown) => void): ConnectError {
+  const error = asAppError(thrown)
   if (error instanceof ConnectError) return error
   if (error instanceof AppError) {
     const details = error.violations.length === 0

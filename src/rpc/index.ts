@@ -65,8 +65,8 @@ export async function rpcGateway (app: FastifyInstance, { core, config, limiter 
     origin: '*',
     credentials: false,
     methods: ['GET', 'POST', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'Connect-Protocol-Version', 'Connect-Timeout-Ms', 'Connect-Accept-Encoding', 'Connect-Content-Encoding', 'X-User-Agent', 'X-Grpc-Web', 'Grpc-Timeout'],
-    exposedHeaders: ['Grpc-Status', 'Grpc-Message', 'Grpc-Status-Details-Bin', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'Connect-Protocol-Version', 'Connect-Timeout-Ms', 'Connect-Accept-Encoding', 'Connect-Content-Encoding', 'X-User-Agent', 'X-Grpc-Web', 'Grpc-Timeout', 'X-Request-Id'],
+    exposedHeaders: ['Grpc-Status', 'Grpc-Message', 'Grpc-Status-Details-Bin', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id'],
     maxAge: 7200
   })
 
