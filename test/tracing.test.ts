@@ -3,9 +3,10 @@
 // embedded database's own spans on PGlite), Redis and storage spans in the same trace, a caller's
 // W3C traceparent continued, and nothing of it without the endpoint variable.
 import t from 'tap'
+import * as sdk from '@opentelemetry/sdk-trace'
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace'
 import { context, trace } from '@opentelemetry/api'
-import { currentTraceId, startTracing, tracingConfigured } from '../src/infra/tracing.js'
+import { currentTraceId, samplerFromEnv, startTracing, tracingConfigured } from '../src/infra/tracing.js'
 
 // Before the app's modules (and pg, ioredis) are loaded, as tracing-preload.ts does for `npm start`.
 const exporter = new InMemorySpanExporter()
@@ -104,4 +105,11 @@ t.test('on only with the SDK\'s endpoint variable', async (t) => {
   t.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), true)
   t.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }), true)
   t.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }), false)
+})
+
+t.test('OTEL_TRACES_SAMPLER and its argument, the specification\'s values', async (t) => {
+  t.equal(samplerFromEnv({}, sdk).toString(), 'ParentBased{root=AlwaysOnSampler, remoteParentSampled=AlwaysOnSampler, remoteParentNotSampled=AlwaysOffSampler, localParentSampled=AlwaysOnSampler, localParentNotSampled=AlwaysOffSampler}')
+  t.match(samplerFromEnv({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }, sdk).toString(), /root=TraceIdRatioBased\{0\.1\}/)
+  t.equal(samplerFromEnv({ OTEL_TRACES_SAMPLER: 'always_off' }, sdk).toString(), 'AlwaysOffSampler')
+  t.match(samplerFromEnv({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: 'lots' }, sdk).toString(), /TraceIdRatioBased\{1\}/)
 })

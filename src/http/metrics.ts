@@ -22,8 +22,8 @@ const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 /** What the metrics read when scraped: each part of the service that keeps its own counts. */
 export interface MetricSources {
+  /** How the limiter's counts were answered, by tier (absent without a limiter). */
   limiterCounts?: Pick<LimiterCounts, 'snapshot'>
-  /** Rate-limit decisions by tier (the limiter's, counted as they are made). */
   streamsOpen: () => number
   /** How long the first held-back event of the outbox has waited, in ms. */
   heldBackMs: () => number

@@ -13,7 +13,7 @@
 // This module itself imports only @opentelemetry/api, which without a registered SDK is a few
 // no-op calls: the SDK's packages are loaded by startTracing(), only when tracing is on.
 import { trace, isSpanContextValid, SpanStatusCode, type Attributes } from '@opentelemetry/api'
-import type { SpanExporter } from '@opentelemetry/sdk-trace'
+import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace'
 
 type Env = Record<string, string | undefined>
 
@@ -62,6 +62,27 @@ export async function traced<T> (name: string, attributes: Attributes, work: () 
   })
 }
 
+type SamplerKit = Pick<typeof import('@opentelemetry/sdk-trace'), 'AlwaysOnSampler' | 'AlwaysOffSampler' | 'TraceIdRatioBasedSampler' | 'ParentBasedSampler'>
+
+/**
+ * The sampler OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG name, with the specification's values
+ * (`parentbased_always_on` by default). The 3.x trace SDK no longer reads them itself (only the
+ * NodeSDK's configuration package does, which this service does not load).
+ */
+export function samplerFromEnv (env: Env, kit: SamplerKit): Sampler {
+  const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() ?? 'parentbased_always_on'
+  const raw = Number(env.OTEL_TRACES_SAMPLER_ARG ?? '1')
+  const ratio = Number.isFinite(raw) && raw >= 0 && raw <= 1 ? raw : 1
+  switch (name) {
+    case 'always_on': return new kit.AlwaysOnSampler()
+    case 'always_off': return new kit.AlwaysOffSampler()
+    case 'traceidratio': return new kit.TraceIdRatioBasedSampler(ratio)
+    case 'parentbased_always_off': return new kit.ParentBasedSampler({ root: new kit.AlwaysOffSampler() })
+    case 'parentbased_traceidratio': return new kit.ParentBasedSampler({ root: new kit.TraceIdRatioBasedSampler(ratio) })
+    default: return new kit.ParentBasedSampler({ root: new kit.AlwaysOnSampler() })
+  }
+}
+
 export interface TracingOptions {
   /** Where spans go instead of OTLP, each as it ends (tests pass the SDK's InMemorySpanExporter). */
   exporter?: SpanExporter
@@ -70,7 +91,8 @@ export interface TracingOptions {
 /**
  * Starts the SDK: context kept across async calls, W3C trace context read from requests, the pg and
  * ioredis instrumentations, spans exported in batches over OTLP (the exporter reads
- * OTEL_EXPORTER_OTLP_* itself; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service).
+ * OTEL_EXPORTER_OTLP_* itself; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service;
+ * OTEL_TRACES_SAMPLER / _ARG choose how many traces are kept).
  * Call it before `pg` and `ioredis` are first imported. Once per process.
  */
 export async function startTracing (options: TracingOptions = {}): Promise<void> {
@@ -95,6 +117,7 @@ export async function startTracing (options: TracingOptions = {}): Promise<void>
     .merge(resources.detectResources({ detectors: [resources.envDetector] }))
   const provider = new sdk.TracerProvider({
     resource,
+    sampler: samplerFromEnv(process.env, sdk),
     spanProcessors: [options.exporter === undefined ? new sdk.BatchSpanProcessor({ exporter }) : new sdk.SimpleSpanProcessor({ exporter })]
   })
   api.trace.setGlobalTracerProvider(provider)
