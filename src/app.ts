@@ -21,7 +21,7 @@ import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { healthRoute, watchForFailures } from './http/health.routes.js'
-import { createHealthMonitor } from './http/health-monitor.js'
+import { createHealthMonitor, type HealthMonitor } from './http/health-monitor.js'
 import { frameworkErrorAnswer, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
 import { installNotFound } from './http/not-found.js'
 import { clientErrorAnswer } from './http/client-errors.js'
@@ -179,6 +179,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     if (options.database === undefined) await database.close()
   })
 
+  // Made below, after the probes that read the limiter.
+  const seen: { health?: HealthMonitor } = {}
   const limiter = options.rateLimit === false
     ? undefined
     : await createLimiter(app, {
@@ -186,6 +188,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       redis,
       clock: deps.clock,
       maxOverride: options.rateLimit?.maxOverride,
+      // The health report is kept in memory: a count this instance answered alone is a failure seen.
+      onLocalAnswer: () => { seen.health?.failureSeen() },
       ...(metrics === undefined ? {} : { onDecision: (tier, allowed) => { metrics.rateLimitDecision(tier, allowed) } })
     })
 
@@ -229,7 +233,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   installRestErrorHandler(app)
   installNotFound(app, refusals.rest)
   const startedAt = Date.now()
-  const health = createHealthMonitor({
+  const health = seen.health = createHealthMonitor({
     probes,
     clock: deps.clock,
     ...(servesRest ? { uptime: () => Math.round((Date.now() - startedAt) / 1000) } : {}),

@@ -58,6 +58,9 @@ export interface LimiterOptions {
   maxOverride?: Partial<Record<Exclude<Tier, 'exempt'>, number>>
   /** Told of every decision (the metrics count them by tier). */
   onDecision?: (tier: CountedTier, allowed: boolean) => void
+  /** Told of each count answered by this instance alone (Redis late or failing): the health report
+   *  (src/http/health-monitor.ts) probes afresh instead of answering its last report. */
+  onLocalAnswer?: () => void
 }
 
 /** Redis key of a counter: `<RATE_LIMIT_KEY_PREFIX><tier>:user:<user id>` or `…<tier>:ip:<address or /64>`. */
@@ -122,6 +125,7 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
       const tier = tierOfKey(key)
       store.hit(key, timeWindow, limits.get(tier)?.redisWaitMs ?? 0, (result) => {
         counts.record(tier, result.source)
+        if (result.source === 'late' || result.source === 'unavailable') options.onLocalAnswer?.()
         callback(null, result)
       })
     }
