@@ -24,4 +24,5 @@ COPY --from=build --chown=node:node /app/package.json ./
 USER node
 EXPOSE 8080
 VOLUME ["/data"]
-CMD ["node", "--enable-source-maps", "dist/src/server.js"]
+# tracing-preload starts OpenTelemetry before the app loads, only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+CMD ["node", "--enable-source-maps", "--import", "./dist/src/tracing-preload.js", "dist/src/server.js"]

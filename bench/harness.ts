@@ -53,10 +53,11 @@ export function reapOnExit<C extends ChildProcess> (child: C): C {
   return child
 }
 
-export async function startTarget (kind: 'service' | 'raw' | 'raw-pg' | 'frameworks', env: Record<string, string | undefined> = {}): Promise<Target> {
+/** `extraNodeArgs`: flags for the target's node before the script (bench/telemetry.ts: the tracing preload). */
+export async function startTarget (kind: 'service' | 'raw' | 'raw-pg' | 'frameworks', env: Record<string, string | undefined> = {}, extraNodeArgs: string[] = []): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-'))
   // BENCH_NODE_ARGS passes flags to the service's node (e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it).
-  const nodeArgs = kind === 'service' ? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '') : []
+  const nodeArgs = kind === 'service' ? [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''), ...extraNodeArgs] : []
   const child = reapOnExit(spawn(process.execPath, [...nodeArgs, '--import=tsx', join(import.meta.dirname, 'serve.ts'), kind], {
     env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'inherit']

@@ -22,7 +22,7 @@ import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { startUploadSweeps } from './core/uploads/upload-sweep.js'
 import { healthRoute, watchForFailures } from './http/health.routes.js'
-import { createHealthMonitor } from './http/health-monitor.js'
+import { createHealthMonitor, type HealthMonitor } from './http/health-monitor.js'
 import { frameworkErrorAnswer, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
 import { installNotFound } from './http/not-found.js'
 import { clientErrorAnswer } from './http/client-errors.js'
@@ -39,6 +39,10 @@ import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { redactUrl } from './infra/redact.js'
 import { createJwksCache, DEFAULT_JWKS_TIMING, type JwksTiming } from './infra/jwks-cache.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
+import { createMetrics, installRequestMetrics, listenForMetrics, type MetricsListener } from './http/metrics.js'
+import { installRequestTracing, traceFields } from './http/request-tracing.js'
+import { flushTracing, tracingStarted } from './infra/tracing.js'
+import { observeStorage } from './infra/storage-observed.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -49,6 +53,8 @@ declare module 'fastify' {
     /** The instance is leaving (SIGTERM): /health answers 503 `draining` from now on, while requests
      *  are still served until close(), which drains too. */
     drain (): void
+    /** The port GET /metrics listens on once the app is ready; undefined without METRICS_PORT. */
+    metricsPort (): number | undefined
   }
 }
 
@@ -108,14 +114,26 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     clientErrorHandler: clientErrorAnswer(refusals.rest)
   })
 
+  // First, so the request span encloses every hook and handler (nothing when tracing is off).
+  await installRequestTracing(app)
+  if (config.tracing && !tracingStarted()) {
+    app.log.warn('OTEL_EXPORTER_OTLP_ENDPOINT is set but tracing did not start: run the process with --import ./dist/src/tracing-preload.js (npm start and the Docker image do)')
+  }
+  app.addHook('onClose', async () => { await flushTracing() })
   if (options.onRoute !== undefined) app.addHook('onRoute', options.onRoute)
   installClientIp(app, config)
   installRequestId(app)
-  installAccessLog(app, { extraFields: options.accessLineFields })
+  installAccessLog(app, { extraFields: options.accessLineFields ?? traceFields() })
+  // Only with METRICS_PORT: otherwise nothing is counted.
+  const metrics = config.metricsPort === undefined ? undefined : createMetrics()
+  if (metrics !== undefined) installRequestMetrics(app, metrics)
 
-  const database = options.database ?? await openDatabase(config)
+  const database = options.database ?? await openDatabase(metrics === undefined ? config : { ...config, onQueryError: () => { metrics.queryError() } })
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)
-  const storage = await createStorage(config.storage, app.log)
+  const plainStorage = await createStorage(config.storage, app.log)
+  const storage = metrics === undefined && !tracingStarted()
+    ? plainStorage
+    : observeStorage(plainStorage, metrics === undefined ? undefined : { stored: (bytes) => { metrics.uploadBytes(bytes) } })
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
   const clock = options.clock ?? systemClock
   // Events travel through the database's LISTEN/NOTIFY and a durable log (src/live).
@@ -133,7 +151,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     heartbeatMs: config.sseHeartbeatMs
   })
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
-  const compute = createCompute(config, app.log)
+  const compute = createCompute(config, app.log, metrics === undefined ? undefined : (name, seconds, outcome) => { metrics.computeTask(name, seconds, outcome) })
   app.addHook('onClose', async () => { await compute.close() })
   // The admin provider's keys, fetched on first use and kept through its outages (src/infra/jwks-cache.ts).
   const adminKeys = config.oidc === undefined ? undefined : createJwksCache(config.oidc, app.log, { ...DEFAULT_JWKS_TIMING, ...options.jwksTiming })
@@ -171,9 +189,36 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     if (options.database === undefined) await database.close()
   })
 
+  // Made below, after the probes that read the limiter.
+  const seen: { health?: HealthMonitor } = {}
   const limiter = options.rateLimit === false
     ? undefined
-    : await createLimiter(app, { config, redis, clock: deps.clock, maxOverride: options.rateLimit?.maxOverride })
+    : await createLimiter(app, {
+      config,
+      redis,
+      clock: deps.clock,
+      maxOverride: options.rateLimit?.maxOverride,
+      // The health report is kept in memory: a count this instance answered alone is a failure seen.
+      onLocalAnswer: () => { seen.health?.failureSeen() },
+      ...(metrics === undefined ? {} : { onDecision: (tier, allowed) => { metrics.rateLimitDecision(tier, allowed) } })
+    })
+
+  let metricsListener: MetricsListener | undefined
+  app.decorate('metricsPort', () => metricsListener?.port)
+  if (metrics !== undefined && config.metricsPort !== undefined) {
+    const metricsPort = config.metricsPort
+    live.bus.follow((event) => { metrics.eventDelivered(clock.now().getTime() - Date.parse(event.timestamp)) })
+    metrics.readFrom({
+      ...(limiter === undefined ? {} : { limiterCounts: limiter.counts }),
+      streamsOpen: () => streams.size,
+      heldBackMs: () => live.bus.lagMs(),
+      ...(database.pool === undefined ? {} : { pool: database.pool }),
+      computeLoad: compute.load
+    })
+    // Its own listener, never the public port; opened when the app is ready, closed with it.
+    app.addHook('onReady', async () => { metricsListener = await listenForMetrics(metrics, metricsPort, config.host) })
+    app.addHook('onClose', async () => { await metricsListener?.close() })
+  }
 
   // Counts the limiter answered alone (Redis late or failing), at the cache's last check: more since
   // then raise the cache's alarm, so /health says degraded at once rather than within a second.
@@ -209,7 +254,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // /openapi.json and /docs, before the routes they describe, and only where REST is served.
   if (servesRest) await registerOpenApi(app)
   const startedAt = Date.now()
-  const health = createHealthMonitor({
+  const health = seen.health = createHealthMonitor({
     probes,
     clock: deps.clock,
     ...(servesRest ? { uptime: () => Math.round((Date.now() - startedAt) / 1000) } : {}),

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path'
 import { proxyTrust } from './http/client-ip.js'
 import type { HttpTimeouts } from './http/listener.js'
 import type { StorageConfig } from './infra/storage.js'
+import { tracingConfigured } from './infra/tracing.js'
 
 export type Expose = 'all' | 'public' | 'internal'
 export type NodeEnv = 'development' | 'production' | 'test'
@@ -65,6 +66,11 @@ export interface Config {
   /** Plain Connect unary calls take the gateway's own routes (src/rpc/README.md); false: every call
    *  goes through @connectrpc/connect-fastify. */
   readonly rpcPlainUnary: boolean
+  /** Where `GET /metrics` (Prometheus text) is served, on HOST: never the public port; undefined: no metrics. */
+  readonly metricsPort: number | undefined
+  /** Traces are exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ form) is set
+   *  and OTEL_SDK_DISABLED is not `true`; the SDK reads its own variables (src/infra/tracing.ts). */
+  readonly tracing: boolean
 }
 
 export interface OidcConfig {
@@ -342,7 +348,12 @@ export function loadConfig (env: Env = process.env): Config {
     computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000),
     storage: storage(env, dataDir),
     uploadQuotaBytes: integer(env, 'UPLOAD_QUOTA_BYTES', GiB, 1, Number.MAX_SAFE_INTEGER),
-    rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true'
+    rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true',
+    metricsPort: text(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535),
+    tracing: tracingConfigured(env)
+  }
+  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are never served on the public port`)
   }
   if ((config.rtcAppId === undefined) !== (config.rtcAppCertificate === undefined)) {
     throw new ConfigError(config.rtcAppId === undefined ? 'RTC_APP_ID' : 'RTC_APP_CERTIFICATE', 'RTC_APP_ID and RTC_APP_CERTIFICATE must be set together')

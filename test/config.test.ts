@@ -125,6 +125,17 @@ t.test('UPLOAD_QUOTA_BYTES: 1 GiB per user by default; UPLOAD_DISK_RESERVE_BYTES
   t.match(loadConfig({ DATA_DIR: dir, UPLOAD_DISK_RESERVE_BYTES: '0' }).storage, { kind: 'local', reserveBytes: 0 })
 })
 
+t.test('METRICS_PORT: off unless set, never the public port; tracing on only with the OTLP endpoint', async (t) => {
+  const dir = dataDir()
+  t.equal(loadConfig({ DATA_DIR: dir }).metricsPort, undefined)
+  t.equal(loadConfig({ DATA_DIR: dir, METRICS_PORT: '9464' }).metricsPort, 9464)
+  t.throws(() => loadConfig({ DATA_DIR: dir, PORT: '9464', METRICS_PORT: '9464' }), new ConfigError('METRICS_PORT', 'must differ from PORT (9464): metrics are never served on the public port'))
+  t.throws(() => loadConfig({ DATA_DIR: dir, METRICS_PORT: '70000' }), /METRICS_PORT: must be between 0 and 65535/)
+  t.equal(loadConfig({ DATA_DIR: dir }).tracing, false)
+  t.equal(loadConfig({ DATA_DIR: dir, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, true)
+  t.equal(loadConfig({ DATA_DIR: dir, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing, false)
+})
+
 t.test('TRUST_PROXY accepts true and IP/CIDR lists', async (t) => {
   t.equal(loadConfig({ DATA_DIR: dataDir(), TRUST_PROXY: 'true' }).trustProxy, true)
   t.equal(loadConfig({ DATA_DIR: dataDir(), TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy, '10.0.0.0/8, 127.0.0.1')

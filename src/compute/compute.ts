@@ -11,7 +11,7 @@ import type { Logger } from '../infra/logger.js'
 import { AppError } from '../core/errors.js'
 import type cvTask from './cv.worker.js'
 import type layoutTask from './layout.worker.js'
-import { ComputeFailedError, ComputeTimeoutError, createComputePool, workerModule } from './pool.js'
+import { ComputeFailedError, ComputeTimeoutError, createComputePool, workerModule, type ComputePool, type ComputePoolOptions } from './pool.js'
 
 /** Heap cap of each worker: far above what a layout of a full room (canvas/tile-limit.ts) needs, far
  *  below what would crowd the process. */
@@ -30,12 +30,13 @@ function outOfMemory (error: ComputeFailedError): boolean {
   return (error.cause as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
 }
 
-export function createCompute (config: Pick<Config, 'computeThreads' | 'computeQueue'>, log: Logger): { compute: Compute, close: () => Promise<void> } {
-  const pool = createComputePool({ threads: config.computeThreads, queue: config.computeQueue, memoryMb: WORKER_MEMORY_MB, log })
+export function createCompute (config: Pick<Config, 'computeThreads' | 'computeQueue'>, log: Logger, onTaskDone?: ComputePoolOptions['onTaskDone']): { compute: Compute, load: ComputePool['load'], close: () => Promise<void> } {
+  const pool = createComputePool({ threads: config.computeThreads, queue: config.computeQueue, memoryMb: WORKER_MEMORY_MB, log, ...(onTaskDone === undefined ? {} : { onTaskDone }) })
   const runLayout = pool.task<typeof layoutTask>({ name: 'layout', filename: workerModule('layout.worker'), timeoutMs: LAYOUT_TIMEOUT_MS })
   const runCv = pool.task<typeof cvTask>({ name: 'CV parse', filename: workerModule('cv.worker'), timeoutMs: CV_TIMEOUT_MS })
 
   return {
+    load: () => pool.load(),
     compute: {
       async layout (algorithm, tileIds) {
         try {

@@ -43,11 +43,20 @@ export interface ComputePoolOptions {
   readonly log: Logger
   /** How long close() lets running tasks finish before it stops their workers. */
   readonly closeTimeoutMs?: number
+  /** Told of each task that ran (or failed) once it settled: its kind and seconds from submission (metrics). */
+  readonly onTaskDone?: (name: string, seconds: number, outcome: 'ok' | 'failed') => void
+}
+
+/** Tasks on threads and tasks waiting for one, now. */
+export interface ComputeLoad {
+  running: number
+  waiting: number
 }
 
 export interface ComputePool {
   /** A typed runner for one task kind; `Run` is the type of the worker module's default export. */
   task<Run extends WorkerFunction> (spec: ComputeTaskSpec): TaskRunner<Run>
+  load (): ComputeLoad
   /** Queued tasks are refused, running ones get up to closeTimeoutMs, then every worker is stopped. */
   close (): Promise<void>
 }
@@ -127,9 +136,12 @@ export function createComputePool (options: ComputePoolOptions): ComputePool {
       const timeout = AbortSignal.timeout(spec.timeoutMs)
       const signal = runOptions.signal === undefined ? timeout : AbortSignal.any([timeout, runOptions.signal])
       inFlight++
+      const startedAt = performance.now()
+      let outcome: 'ok' | 'failed' = 'failed'
       try {
         const transferList = runOptions.transferList as NonNullable<Parameters<Piscina['run']>[1]>['transferList']
         const result: Awaited<ReturnType<Run>> = await piscina().run(input, { filename: spec.filename, signal, ...(transferList === undefined ? {} : { transferList }) })
+        outcome = 'ok'
         return result
       } catch (error) {
         if (runOptions.signal?.aborted === true) throw runOptions.signal.reason
@@ -138,12 +150,14 @@ export function createComputePool (options: ComputePoolOptions): ComputePool {
         throw new ComputeFailedError(spec.name, error)
       } finally {
         inFlight--
+        options.onTaskDone?.(spec.name, (performance.now() - startedAt) / 1000, outcome)
       }
     }
   }
 
   return {
     task,
+    load: () => ({ running: Math.min(inFlight, threads), waiting: Math.max(0, inFlight - threads) }),
     async close () {
       closing = true
       await instance?.close({ force: true })

@@ -31,13 +31,20 @@ export interface DatabaseOptions {
   databaseIdleInTransactionTimeoutMs?: number
   /** Called with each statement this handle runs (tests count the database's work through it). */
   onQuery?: (statement: string) => void
+  /** Called for each statement that failed (the metrics count them). */
+  onQueryError?: () => void
 }
 
 /** Kysely's query log, only when someone listens (it times every query). */
 function queryLog (options: DatabaseOptions): Pick<KyselyConfig, 'log'> {
-  const { onQuery } = options
-  if (onQuery === undefined) return {}
-  return { log: (event) => { if (event.level === 'query') onQuery(event.query.sql) } }
+  const { onQuery, onQueryError } = options
+  if (onQuery === undefined && onQueryError === undefined) return {}
+  return {
+    log: (event) => {
+      if (event.level === 'query') onQuery?.(event.query.sql)
+      else onQueryError?.()
+    }
+  }
 }
 
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {

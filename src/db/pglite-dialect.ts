@@ -17,12 +17,16 @@ import {
   type QueryCompiler,
   type QueryResult
 } from 'kysely'
+import { traced } from '../infra/tracing.js'
 
 class PGliteConnection implements DatabaseConnection {
   constructor (private readonly pg: PGlite) {}
 
   async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
-    const result = await this.pg.query<R>(query.sql, query.parameters as unknown[], { rowMode: 'object' })
+    // A span per query while tracing is on, as the pg instrumentation makes on Postgres (the SQL
+    // with its placeholders; never the values).
+    const result = await traced('pglite.query', { 'db.system.name': 'postgresql', 'db.query.text': query.sql },
+      async () => await this.pg.query<R>(query.sql, query.parameters as unknown[], { rowMode: 'object' }))
     const affected = result.affectedRows ?? 0
     return {
       rows: result.rows,

@@ -52,6 +52,8 @@ export interface AdmissionPolicy {
   tier: Tier
   /** A suspended user may call it (DECISIONS §11: read why, appeal, sign out). */
   suspendedMayCall: boolean
+  /** The route's transport (metrics and traces label requests with it). */
+  transport: Transport
 }
 
 export async function admit (core: Core, limiter: Limiter | undefined, request: FastifyRequest, policy: AdmissionPolicy, credential: string | undefined, credentialRequired: string): Promise<Admission> {
@@ -157,7 +159,7 @@ export function installAdmission (scope: FastifyInstance, options: GateOptions):
       throw new Error(`${String(route.method)} ${route.url}: no operation in the catalogue (src/core/operations.ts) for ${String(operation)}`)
     }
     const policy = OPERATIONS[operation]
-    route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier, suspendedMayCall: SUSPENDED_MAY_CALL.has(operation) } }
+    route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier, suspendedMayCall: SUSPENDED_MAY_CALL.has(operation), transport } }
   })
   scope.decorateRequest('actor', null)
   scope.decorateRequest('admin', null)
