@@ -12,14 +12,16 @@ import {
 } from '../core/admin/admin.types.js'
 import { AppError } from '../core/errors.js'
 import { AdminAppealSchema, AdminReportSchema, AppealDecisionSchema, ResolutionSchema, UnsuspensionSchema } from './admin.schemas.js'
-import { dataOf, ERRORS, ErrorBody, MotdSchema, NoContent, pageOf, WidgetSchema } from './safety.schemas.js'
+import { dataOf, ErrorBody, MotdSchema, NoContent, pageOf, WidgetSchema } from './safety.schemas.js'
 import {
   AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, LiftSuspensionInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput
 } from '../core/safety/safety.types.js'
 
 const tags = ['admin']
-/** The refusals of the gate (401, 403, 429, 503) and of validation (400). */
-const LIST_ERRORS = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody, 503: ErrorBody }
+// The gate's and validation's answers (400, 401, 403, 429 with its headers, 503) are added to every
+// route's document from the catalogue (openapi.ts); a route names only what its own action may answer.
+const LIST_ERRORS = {}
+const ERRORS = { 404: ErrorBody, 409: ErrorBody }
 
 /** The admin the gate admitted (it refuses every request without one). */
 export function adminOf (request: FastifyRequest): AdminRequest {
