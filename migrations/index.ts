@@ -13,6 +13,7 @@ import * as shelvesPassport from './2026-11-26T12-20-00_shelves_passport.js'
 import * as sparksFillfactor from './2026-11-27T12-00-00_sparks_fillfactor.js'
 import * as storageBoundsAndInviteSends from './2026-11-28T01-00-00_storage_bounds_and_invite_sends.js'
 import * as trustAndSafety from './2026-11-28T02-00-00_trust_and_safety.js'
+import * as adminAuditLog from './2026-11-28T05-00-00_admin_audit_log.js'
 import * as idempotencyKeys from './2026-11-28T06-00-00_idempotency_keys.js'
 
 export const migrations: Record<string, Migration> = {
@@ -29,5 +30,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T12-00-00_sparks_fillfactor': sparksFillfactor,
   '2026-11-28T01-00-00_storage_bounds_and_invite_sends': storageBoundsAndInviteSends,
   '2026-11-28T02-00-00_trust_and_safety': trustAndSafety,
+  '2026-11-28T05-00-00_admin_audit_log': adminAuditLog,
   '2026-11-28T06-00-00_idempotency_keys': idempotencyKeys
 }

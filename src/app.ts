@@ -37,6 +37,7 @@ import { rpcRefusalWriter } from './rpc/errors.js'
 import { registerOpenApi } from './rest/openapi.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
 import { redactUrl } from './infra/redact.js'
+import { createJwksCache, DEFAULT_JWKS_TIMING, type JwksTiming } from './infra/jwks-cache.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
 import { createMetrics, installRequestMetrics, listenForMetrics, type MetricsListener } from './http/metrics.js'
 import { installRequestTracing, traceFields } from './http/request-tracing.js'
@@ -77,6 +78,8 @@ export interface BuildOptions {
   onHealthRound?: () => void
   /** More fields for every access line (the trace id, when tracing is on: src/http/access-log.ts). */
   accessLineFields?: AccessLineFields
+  /** Tests only: shorter JWKS timeouts and refetch cooldowns than the production defaults. */
+  jwksTiming?: Partial<JwksTiming>
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -150,7 +153,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
   const compute = createCompute(config, app.log, metrics === undefined ? undefined : (name, seconds, outcome) => { metrics.computeTask(name, seconds, outcome) })
   app.addHook('onClose', async () => { await compute.close() })
-  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute, storage }
+  // The admin provider's keys, fetched on first use and kept through its outages (src/infra/jwks-cache.ts).
+  const adminKeys = config.oidc === undefined ? undefined : createJwksCache(config.oidc, app.log, { ...DEFAULT_JWKS_TIMING, ...options.jwksTiming })
+  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute, storage, adminKeys }
   const core = createCore(deps)
   // The core's audience rule, on the live read connections: a busy write pool never delays delivery.
   const streams = live.streams(createAudience({ db: live.readDb }))

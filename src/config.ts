@@ -42,9 +42,8 @@ export interface Config {
   readonly sseHeartbeatMs: number
   readonly rtcAppId: string | undefined
   readonly rtcAppCertificate: string | undefined
-  readonly oidcIssuer: string | undefined
-  readonly oidcAudience: string | undefined
-  readonly oidcJwksUrl: string | undefined
+  /** The admin identity provider (DECISIONS §12); undefined: admin routes answer 503. */
+  readonly oidc: OidcConfig | undefined
   readonly logLevel: string
   /** The service's version (package.json), told to clients by GetConfig. */
   readonly version: string
@@ -72,6 +71,17 @@ export interface Config {
   /** Traces are exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ form) is set
    *  and OTEL_SDK_DISABLED is not `true`; the SDK reads its own variables (src/infra/tracing.ts). */
   readonly tracing: boolean
+}
+
+export interface OidcConfig {
+  /** `iss` must equal it exactly (a trailing slash is kept: Auth0's issuers end with one). */
+  readonly issuer: string
+  /** `aud` must contain it. */
+  readonly audience: string
+  /** The key set; undefined: discovered from the issuer's `/.well-known/openid-configuration`. */
+  readonly jwksUrl: string | undefined
+  /** Where the roles are in the token: a claim name, or a dotted path (`realm_access.roles`). */
+  readonly rolesClaim: string
 }
 
 export class ConfigError extends Error {
@@ -274,6 +284,28 @@ function jwtSecret (env: Env, nodeEnv: NodeEnv, dataDir: string): string {
   return secret
 }
 
+/** OIDC_ISSUER and OIDC_AUDIENCE turn admin sign-in on, together; the rest needs them. */
+function oidc (env: Env): OidcConfig | undefined {
+  // Checked as a URL, but kept as written: `iss` is compared with it character for character.
+  const issuer = text(env, 'OIDC_ISSUER')
+  if (issuer !== undefined) url(env, 'OIDC_ISSUER', ['http:', 'https:'])
+  const audience = text(env, 'OIDC_AUDIENCE')
+  const jwksUrl = url(env, 'OIDC_JWKS_URL', ['http:', 'https:'])
+  const rolesClaim = text(env, 'OIDC_ROLES_CLAIM')
+  if (issuer === undefined || audience === undefined) {
+    const missing = issuer === undefined ? 'OIDC_ISSUER' : 'OIDC_AUDIENCE'
+    if (issuer !== undefined || audience !== undefined) throw new ConfigError(missing, 'OIDC_ISSUER and OIDC_AUDIENCE must be set together')
+    for (const [name, value] of [['OIDC_JWKS_URL', jwksUrl], ['OIDC_ROLES_CLAIM', rolesClaim]] as const) {
+      if (value !== undefined) throw new ConfigError(name, 'needs OIDC_ISSUER and OIDC_AUDIENCE')
+    }
+    return undefined
+  }
+  if (rolesClaim !== undefined && !/^[^.\s]+(\.[^.\s]+)*$/.test(rolesClaim)) {
+    throw new ConfigError('OIDC_ROLES_CLAIM', `must be a claim name or a dotted path such as realm_access.roles, got "${rolesClaim}"`)
+  }
+  return { issuer, audience, jwksUrl, rolesClaim: rolesClaim ?? 'roles' }
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', ['development', 'production', 'test'], 'development')
   const port = integer(env, 'PORT', 8080, 0, 65535)
@@ -304,9 +336,7 @@ export function loadConfig (env: Env = process.env): Config {
     sseHeartbeatMs: integer(env, 'SSE_HEARTBEAT_MS', 30_000, 10, 3_600_000),
     rtcAppId: text(env, 'RTC_APP_ID'),
     rtcAppCertificate: text(env, 'RTC_APP_CERTIFICATE'),
-    oidcIssuer: url(env, 'OIDC_ISSUER', ['http:', 'https:']),
-    oidcAudience: text(env, 'OIDC_AUDIENCE'),
-    oidcJwksUrl: url(env, 'OIDC_JWKS_URL', ['http:', 'https:']),
+    oidc: oidc(env),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], nodeEnv === 'test' ? 'silent' : 'info'),
     version: packageVersion(),
     http: httpTimeouts(env),

@@ -10,9 +10,16 @@ import { RPC_SERVICES } from '../src/rpc/index.js'
 import { startApp } from './helpers/app.js'
 import { rpcError, signInPerson } from './helpers/people.js'
 import { REST_ROUTES } from './helpers/rest-routes.js'
+import { startOidcProvider } from './helpers/oidc-provider.js'
 
 const unlimited = 1_000_000_000
-const s = await startApp({}, { rateLimit: { maxOverride: { strict: unlimited, expensive: unlimited, upload: unlimited, canvas: unlimited, write: unlimited, read: unlimited, standard: unlimited } } })
+// Admin routes take a token of the identity provider (DECISIONS §12): hostile input reaches them with one.
+const provider = await startOidcProvider()
+t.teardown(provider.close)
+const adminAuthorization = `Bearer ${await provider.sign({ roles: ['super_admin'] })}`
+/** The session cookie everywhere; on an admin route, a super admin's token as well. */
+const adminHeader = (url: string): Record<string, string> => url.startsWith('/api/admin/') ? { authorization: adminAuthorization } : {}
+const s = await startApp({ OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: provider.audience }, { rateLimit: { maxOverride: { strict: unlimited, expensive: unlimited, upload: unlimited, canvas: unlimited, write: unlimited, read: unlimited, standard: unlimited } } })
 t.teardown(s.close)
 const owner = await signInPerson(s, 'hostile')
 const roomId = (await owner.rest('POST', '/api/rooms', { name: 'Target', isPublic: true })).json().data.id as string
@@ -58,7 +65,8 @@ t.test('REST: hostile bodies, ids and queries get 4xx in the error envelope on e
           method: route.method,
           url,
           cookies: { app_session: owner.cookie },
-          ...(body === undefined ? {} : { payload: body.payload, headers: { 'content-type': body.type } })
+          headers: { ...adminHeader(route.url), ...(body === undefined ? {} : { 'content-type': body.type }) },
+          ...(body === undefined ? {} : { payload: body.payload })
         })
         requests++
         const what = `${route.method} ${url.slice(0, 60)} ${body?.label ?? ''}`

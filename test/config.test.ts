@@ -67,7 +67,15 @@ t.test('a bad value names the variable', async (t) => {
     [{ UPLOAD_QUOTA_BYTES: '0' }, 'UPLOAD_QUOTA_BYTES'],
     [{ UPLOAD_QUOTA_BYTES: '1GiB' }, 'UPLOAD_QUOTA_BYTES'],
     [{ UPLOAD_DISK_RESERVE_BYTES: '-1' }, 'UPLOAD_DISK_RESERVE_BYTES'],
-    [{ S3_BUCKET: 'b1', UPLOAD_DISK_RESERVE_BYTES: '0' }, 'UPLOAD_DISK_RESERVE_BYTES']
+    [{ S3_BUCKET: 'b1', UPLOAD_DISK_RESERVE_BYTES: '0' }, 'UPLOAD_DISK_RESERVE_BYTES'],
+    [{ OIDC_ISSUER: 'https://id.example.com' }, 'OIDC_AUDIENCE'],
+    [{ OIDC_AUDIENCE: 'canvas' }, 'OIDC_ISSUER'],
+    [{ OIDC_ISSUER: 'id.example.com', OIDC_AUDIENCE: 'canvas' }, 'OIDC_ISSUER'],
+    [{ OIDC_ISSUER: 'ftp://id.example.com', OIDC_AUDIENCE: 'canvas' }, 'OIDC_ISSUER'],
+    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_AUDIENCE: 'canvas', OIDC_JWKS_URL: 'keys.json' }, 'OIDC_JWKS_URL'],
+    [{ OIDC_JWKS_URL: 'https://id.example.com/keys' }, 'OIDC_JWKS_URL'],
+    [{ OIDC_ROLES_CLAIM: 'roles' }, 'OIDC_ROLES_CLAIM'],
+    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_AUDIENCE: 'canvas', OIDC_ROLES_CLAIM: 'realm_access..roles' }, 'OIDC_ROLES_CLAIM']
   ]
   for (const [env, variable] of cases) {
     let thrown: unknown
@@ -79,6 +87,20 @@ t.test('a bad value names the variable', async (t) => {
     t.ok(thrown instanceof ConfigError && thrown.variable === variable, `${JSON.stringify(env)} → ${variable}`)
     t.match(String(thrown), variable)
   }
+})
+
+t.test('OIDC: off unless issuer and audience are set; the issuer kept as written; roles from `roles` by default', async (t) => {
+  t.equal(loadConfig({ DATA_DIR: dataDir() }).oidc, undefined)
+  t.same(loadConfig({ DATA_DIR: dataDir(), OIDC_ISSUER: 'https://tenant.auth0.com/', OIDC_AUDIENCE: 'canvas' }).oidc, {
+    issuer: 'https://tenant.auth0.com/', audience: 'canvas', jwksUrl: undefined, rolesClaim: 'roles'
+  })
+  t.match(loadConfig({
+    DATA_DIR: dataDir(),
+    OIDC_ISSUER: 'https://kc.example.com/realms/ops',
+    OIDC_AUDIENCE: 'canvas',
+    OIDC_JWKS_URL: 'https://kc.example.com/realms/ops/protocol/openid-connect/certs',
+    OIDC_ROLES_CLAIM: 'realm_access.roles'
+  }).oidc, { jwksUrl: 'https://kc.example.com/realms/ops/protocol/openid-connect/certs', rolesClaim: 'realm_access.roles' })
 })
 
 t.test('uploads: DATA_DIR/uploads by default; an S3-compatible bucket when S3_BUCKET is set', async (t) => {

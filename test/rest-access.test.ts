@@ -34,7 +34,9 @@ const PUBLIC_ON_REST = new Set([
   'GET /api/auth/authorize',
   'POST /api/auth/confirm-deletion',
   'GET /api/invites/:token',
-  'GET /api/uploads/:fileId'
+  'GET /api/uploads/:fileId',
+  // DECISIONS §11: the messages of the day are public.
+  'GET /api/motd'
 ])
 
 t.test('the route table has the REST API in it', async (t) => {
@@ -52,7 +54,11 @@ t.test('every REST route without a session: public ones answer, every other is 4
     }
     const policy = OPERATIONS[route.operation]
     const access = accessOn(policy, 'rest')
-    t.equal(access === 'required', !PUBLIC_ON_REST.has(label), `${label}: ${access} on REST (${route.operation})`)
+    // Administration (DECISIONS §12) is by the OIDC provider's token: without a provider configured,
+    // as here, it answers 503 whatever the request carries (test/admin.auth.test.ts has the rest).
+    const adminRoute = route.url.startsWith('/api/admin/')
+    t.equal(adminRoute, access === 'admin' || access === 'super_admin', `${label}: admin routes and only they take an admin token`)
+    t.equal(access === 'required' || adminRoute, !PUBLIC_ON_REST.has(label), `${label}: ${access} on REST (${route.operation})`)
     const path = route.url.replace(/:(\w+)/g, (_, name: string) => `${name}-unknown`)
     const res = await app.inject({
       method: route.method as 'GET',
@@ -60,7 +66,10 @@ t.test('every REST route without a session: public ones answer, every other is 4
       headers: { 'x-forwarded-for': uniqueClientIp(), 'content-type': 'application/json' },
       ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { payload: '{}' })
     })
-    if (access === 'required') {
+    if (adminRoute) {
+      t.equal(res.statusCode, 503, `${label}: 503 without an identity provider`)
+      t.equal(res.json().error, 'ServiceUnavailable', `${label}: the REST envelope`)
+    } else if (access === 'required') {
       t.equal(res.statusCode, 401, `${label}: 401`)
       t.equal(res.json().error, 'Unauthorized', `${label}: the REST envelope`)
     } else {

@@ -3,6 +3,7 @@
 import type { Config } from '../config.js'
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
+import type { JwksCache } from '../infra/jwks-cache.js'
 import type { Logger } from '../infra/logger.js'
 import type { Mailer } from '../infra/mail.js'
 import type { Storage } from '../infra/storage.js'
@@ -41,4 +42,6 @@ export interface CoreDeps {
   readonly compute: Compute
   /** Uploaded files' bytes (local disk or an S3-compatible bucket). */
   readonly storage: Storage
+  /** The admin identity provider's signing keys; undefined where OIDC is not configured (admin: 503). */
+  readonly adminKeys: JwksCache | undefined
 }

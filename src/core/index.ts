@@ -1,4 +1,5 @@
 // The business core: every operation both transports call.
+import { createAdmin } from './admin/admin.js'
 import { createAudience } from './audience.js'
 import { createAuth } from './auth/auth.js'
 import { createCanvas } from './canvas/canvas.js'
@@ -43,7 +44,8 @@ export function createCore (deps: CoreDeps) {
     passports: createPassports(deps),
     idempotency: createIdempotency(deps),
     safety: createSafety(deps),
-    messages: createMessages(deps)
+    messages: createMessages(deps),
+    admin: createAdmin(deps)
   }
 }
 

@@ -6,8 +6,10 @@
 // config, the RPC one where both transports offer it, so the two cannot disagree. Where SPEC makes
 // the transports differ, the entry gives each its own access class (`accessOn` reads it).
 
-/** public: no identity needed; optional: identity used when valid; required: refused without it. */
-export type Access = 'public' | 'optional' | 'required'
+/** public: no identity needed; optional: identity used when valid; required: refused without it;
+ *  admin / super_admin: an access token of the OIDC provider with that role, never a session
+ *  (DECISIONS §12), counted in its tier under the token's `sub`. */
+export type Access = 'public' | 'optional' | 'required' | 'admin' | 'super_admin'
 
 export type Transport = 'rest' | 'rpc'
 
@@ -28,6 +30,9 @@ export interface OperationPolicy {
 
 const publicIn = (tier: Tier): OperationPolicy => ({ access: 'public', tier })
 const optionalIn = (tier: Tier): OperationPolicy => ({ access: 'optional', tier })
+/** REST only (DECISIONS §12): `/api/admin/*`; the RPC gateway has no admin methods. */
+const adminIn = (tier: Tier): OperationPolicy => ({ access: 'admin', tier })
+const superAdminIn = (tier: Tier): OperationPolicy => ({ access: 'super_admin', tier })
 const requiredIn = (tier: Tier): OperationPolicy => ({ access: 'required', tier })
 /** SPEC's Optional class is the RPC gateway's (DECISIONS §16): anonymous ListRooms / ListOffices see
  *  the public ones, while REST needs the session for every route but the public ones. */
@@ -152,7 +157,27 @@ export const OPERATIONS = {
   'widgets.updateInstallation': requiredIn('write'),
   'widgets.removeInstallation': requiredIn('write'),
   /** CPU work on the caller's text: the expensive tier (SPEC Limits: "AI classification"). */
-  'safety.classify': requiredIn('expensive')
+  'safety.classify': requiredIn('expensive'),
+
+  /** REST only (DECISIONS §12): administration, by the OIDC provider's tokens. */
+  'admin.listUsers': adminIn('read'),
+  'admin.getUser': adminIn('read'),
+  'admin.listRooms': adminIn('read'),
+  'admin.getRoom': adminIn('read'),
+  'admin.deleteRoom': superAdminIn('write'),
+  'admin.listReports': adminIn('read'),
+  'admin.getReport': adminIn('read'),
+  'admin.resolveReport': adminIn('write'),
+  'admin.listAppeals': adminIn('read'),
+  'admin.decideAppeal': adminIn('write'),
+  /** Lifting a suspension without an appeal (DECISIONS §12). */
+  'admin.unsuspendUser': superAdminIn('write'),
+  'admin.createMotd': adminIn('write'),
+  'admin.updateMotd': adminIn('write'),
+  'admin.createWidget': adminIn('write'),
+  'admin.updateWidget': adminIn('write'),
+  'admin.deleteWidget': adminIn('write'),
+  'admin.listAudit': adminIn('read')
 } as const satisfies Record<string, OperationPolicy>
 
 export type OperationId = keyof typeof OPERATIONS

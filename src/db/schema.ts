@@ -246,6 +246,26 @@ export interface PassportExperienceTable {
   created_at: CreatedAt
 }
 
+/** Written once, never updated: Kysely refuses an `updateTable` that sets it. */
+type AppendOnly<T> = ColumnType<T, T, never>
+
+/** The administration audit log (DECISIONS §12): append-only, and the database refuses UPDATE and DELETE. */
+export interface AdminAuditLogTable {
+  id: AppendOnly<string>
+  seq: ColumnType<string, never, never>
+  at: AppendOnly<Date>
+  actor_sub: AppendOnly<string>
+  actor_email: AppendOnly<string | null>
+  action: AppendOnly<string>
+  target_type: AppendOnly<string | null>
+  target_id: AppendOnly<string | null>
+  outcome: AppendOnly<'permitted' | 'denied'>
+  /** jsonb: written as its JSON text, read as the object. */
+  details: ColumnType<Record<string, unknown>, string, never>
+  request_id: AppendOnly<string>
+  client_ip: AppendOnly<string>
+}
+
 /** Idempotency-Key (issue 33): the first answer to a create per user and key; `status` null while in flight. */
 export interface IdempotencyKeysTable {
   user_id: string
@@ -381,6 +401,7 @@ export interface Database {
   passports: PassportsTable
   passport_skills: PassportSkillsTable
   passport_experience: PassportExperienceTable
+  admin_audit_log: AdminAuditLogTable
   idempotency_keys: IdempotencyKeysTable
   reports: ReportsTable
   moderation_actions: ModerationActionsTable

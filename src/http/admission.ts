@@ -8,6 +8,8 @@
 // a refusal; a route that names no operation stops the app from starting.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { Actor } from '../core/actor.js'
+import type { AdminRequest } from '../core/admin/audit.js'
+import type { AdminPrincipal } from '../core/admin/admin-tokens.js'
 import { AppError, accountSuspended, asAppError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import { accessOn, isOperationId, OPERATIONS, SUSPENDED_MAY_CALL, type Access, type OperationId, type Tier, type Transport } from '../core/operations.js'
@@ -23,6 +25,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller, when the request carries a valid credential. */
     actor: Actor | null
+    /** The administrator, on an admin route that admitted the request (DECISIONS §12). */
+    admin: AdminRequest | null
   }
 }
 
@@ -80,6 +84,54 @@ export async function admit (core: Core, limiter: Limiter | undefined, request: 
   return { actor, headers, refusal: null }
 }
 
+/**
+ * An admin route (access `admin` / `super_admin`): only an `Authorization: Bearer` token of the OIDC
+ * provider is read — a session cookie is never looked at, so it can never grant admin rights. The
+ * token is verified first, so the request counts under the token's `sub` (else the client address);
+ * then a verified token without the role is refused by the core, which audits the refusal.
+ */
+export async function admitAdmin (core: Core, limiter: Limiter | undefined, request: FastifyRequest, policy: AdminPolicy): Promise<Admission & { admin: AdminRequest | null }> {
+  let principal: AdminPrincipal | null = null
+  let identityError: AppError | null = null
+  try {
+    principal = await core.admin.authenticate(bearerTokenOf(request.headers.authorization))
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    identityError = error
+  }
+
+  let headers: Array<[string, string]> = []
+  if (limiter !== undefined) {
+    const decision = await limiter.hit(request, policy.tier, principal === null ? null : `admin:${principal.sub}`)
+    if (decision !== null) {
+      headers = rateLimitHeaders(decision)
+      if (!decision.allowed) return { actor: null, admin: null, headers, refusal: rateLimitedError(decision) }
+    }
+  }
+
+  if (principal === null) return { actor: null, admin: null, headers, refusal: identityError }
+  try {
+    const admin = await core.admin.authorize(principal, policy.access, {
+      operation: request.routeOptions.config.operation ?? 'admin',
+      requestId: request.id,
+      clientIp: request.clientIp,
+      params: request.params
+    })
+    return { actor: null, admin, headers, refusal: null }
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    return { actor: null, admin: null, headers, refusal: error }
+  }
+}
+
+export interface AdminPolicy extends AdmissionPolicy {
+  access: 'admin' | 'super_admin'
+}
+
+function isAdminPolicy (policy: AdmissionPolicy): policy is AdminPolicy {
+  return policy.access === 'admin' || policy.access === 'super_admin'
+}
+
 /** What differs between the transports at the gate. */
 export interface GateOptions {
   /** Which access class of a catalogue entry applies (they differ where SPEC says so). */
@@ -110,9 +162,17 @@ export function installAdmission (scope: FastifyInstance, options: GateOptions):
     route.config = { ...route.config, operation, admission: { access: accessOn(policy, transport), tier: policy.tier, suspendedMayCall: SUSPENDED_MAY_CALL.has(operation), transport } }
   })
   scope.decorateRequest('actor', null)
+  scope.decorateRequest('admin', null)
   scope.addHook('onRequest', async (request, reply) => {
     const policy = request.routeOptions.config.admission
     if (policy === undefined) return // not a route of this scope (a 404 or a preflight)
+    if (isAdminPolicy(policy)) {
+      const admission = await admitAdmin(core, limiter, request, policy)
+      request.admin = admission.admin
+      for (const [name, value] of admission.headers) void reply.header(name, value)
+      if (admission.refusal !== null) return await refuse(request, reply, admission.refusal)
+      return
+    }
     const admission = await admit(core, limiter, request, policy, credentialOf(request), credentialRequired)
     request.actor = admission.actor
     for (const [name, value] of admission.headers) void reply.header(name, value)

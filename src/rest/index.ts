@@ -3,6 +3,7 @@ import cors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import type { Core } from '../core/index.js'
+import { adminRoutes } from './admin.routes.js'
 import { authRoutes } from './auth.routes.js'
 import { canvasRoutes } from './canvas.routes.js'
 import { cursorRoutes } from './cursor.routes.js'
@@ -37,7 +38,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
     origin: config.corsOrigin,
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
     exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed'],
     maxAge: 7200
   })
@@ -64,6 +65,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(widgetRoutes(core), { prefix: '/widgets' })
   await app.register(classifyRoutes(core), { prefix: '/classify' })
   await app.register(syncRoutes(live), { prefix: '/sync' })
+  await app.register(adminRoutes(core), { prefix: '/admin' })
   // /uploads and /attachments, in a scope of their own that reads multipart bodies only.
   await app.register(uploadRoutes(core))
 }

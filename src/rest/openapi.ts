@@ -46,6 +46,10 @@ function errorResponses (access: string, tier: string, idempotent: boolean): Rec
     503: errorResponse('ServiceUnavailable: a dependency (database, storage, …) is down; retry later')
   }
   if (access === 'required') responses[401] = errorResponse('Unauthorized: no valid session')
+  if (access === 'admin' || access === 'super_admin') {
+    responses[401] = errorResponse('Unauthorized: no valid access token of the identity provider')
+    responses[403] = errorResponse(`Forbidden: the token lacks the ${access} role (audited)`)
+  }
   if (tier !== 'exempt') responses[429] = errorResponse(`Rate limit exceeded (tier \`${tier}\`)`, RATE_LIMIT_HEADERS)
   if (idempotent) {
     responses[409] = errorResponse('Conflict, or a request with this Idempotency-Key is still in progress')
@@ -73,7 +77,11 @@ function describe (schema: Record<string, unknown> | undefined, route: RouteOpti
   }
   // A route that names its own scheme (the admin Bearer) keeps it.
   if (schema?.security === undefined) {
-    described.security = access === 'public' ? [] : access === 'optional' ? [{}, { [SECURITY.session]: [] }] : [{ [SECURITY.session]: [] }]
+    described.security = access === 'public'
+      ? []
+      : access === 'optional'
+        ? [{}, { [SECURITY.session]: [] }]
+        : access === 'admin' || access === 'super_admin' ? [{ [SECURITY.admin]: [] }] : [{ [SECURITY.session]: [] }]
   }
   if (idempotent) {
     const headers = (schema?.headers ?? Type.Object({})) as TSchema & { properties: Record<string, TSchema> }

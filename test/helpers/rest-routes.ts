@@ -77,5 +77,22 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'PATCH', url: '/api/passport/experience/:experienceId' },
   { method: 'DELETE', url: '/api/passport/experience/:experienceId' },
   { method: 'POST', url: '/api/passport/import' },
-  { method: 'POST', url: '/api/cv/parse' }
+  { method: 'POST', url: '/api/cv/parse' },
+  { method: 'GET', url: '/api/admin/users' },
+  { method: 'GET', url: '/api/admin/users/:userId' },
+  { method: 'GET', url: '/api/admin/rooms' },
+  { method: 'GET', url: '/api/admin/rooms/:roomId' },
+  { method: 'DELETE', url: '/api/admin/rooms/:roomId' },
+  { method: 'GET', url: '/api/admin/reports' },
+  { method: 'GET', url: '/api/admin/reports/:reportId' },
+  { method: 'POST', url: '/api/admin/reports/:reportId/resolve' },
+  { method: 'GET', url: '/api/admin/appeals' },
+  { method: 'POST', url: '/api/admin/appeals/:appealId/decide' },
+  { method: 'POST', url: '/api/admin/users/:userId/unsuspend' },
+  { method: 'POST', url: '/api/admin/motd' },
+  { method: 'PATCH', url: '/api/admin/motd/:motdId' },
+  { method: 'POST', url: '/api/admin/widgets' },
+  { method: 'PATCH', url: '/api/admin/widgets/:widgetId' },
+  { method: 'DELETE', url: '/api/admin/widgets/:widgetId' },
+  { method: 'GET', url: '/api/admin/audit' }
 ]

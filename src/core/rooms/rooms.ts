@@ -8,10 +8,10 @@ import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import { loadVisibleRoom, requireRoomCreator } from './room-access.js'
-import { deleteRoomMembers, joinRoom, removeMembersExceptCreator, visibleMemberIds } from './room-members.repository.js'
+import { joinRoom, removeMembersExceptCreator } from './room-members.repository.js'
 import * as repo from './rooms.repository.js'
 import { CreateRoomInput, ListRoomsQuery, RoomIdParams, UpdateRoomInput, toRoom, type Room } from './rooms.types.js'
-import { deleteSparksInRoom } from '../sparks/sparks.repository.js'
+import { removeRoom } from './room-removal.js'
 
 export function createRooms (deps: CoreDeps) {
   const { db, clock } = deps
@@ -67,15 +67,10 @@ export function createRooms (deps: CoreDeps) {
     /** Creator only; the room's sparks and memberships go in the same transaction. */
     async delete (actor: Actor, input: unknown): Promise<void> {
       const { roomId } = parseInput(RoomIdParams, input)
-      await inTransaction(deps, async ({ trx, publish }) => {
-        const room = await loadVisibleRoom(trx, actor, roomId, 'update')
+      await inTransaction(deps, async (tx) => {
+        const room = await loadVisibleRoom(tx.trx, actor, roomId, 'update')
         requireRoomCreator(room, actor, 'delete')
-        const members = await visibleMemberIds(trx, roomId)
-        await deleteSparksInRoom(trx, roomId)
-        await deleteRoomMembers(trx, roomId)
-        await repo.deleteRoomRow(trx, roomId)
-        // The room no longer exists to resolve a `room` audience: name its members at deletion time.
-        publish('room:deleted', { id: roomId }, { audience: { kind: 'users', userIds: members }, userId: actor.userId })
+        await removeRoom(tx, roomId, actor.userId)
       })
     }
   }
