@@ -38,7 +38,8 @@ export const ErrorEnvelope = Type.Object({
     field: Type.String({ description: 'The offending field (or header), e.g. `name` or `Idempotency-Key`' }),
     issue: Type.String()
   }), { description: 'ValidationError: one entry per invalid field.' })),
-  retryAfter: Type.Optional(Type.Integer({ description: 'Seconds to wait (429, 503), as in Retry-After.' }))
+  retryAfter: Type.Optional(Type.Integer({ description: 'Seconds to wait (429, 503), as in Retry-After.' })),
+  requestId: Type.Optional(Type.String({ description: 'On 5xx: the X-Request-Id to quote when reporting it.' }))
 })
 
 /** Any JSON object: a resource this document does not detail yet (its route's tests pin its shape). */

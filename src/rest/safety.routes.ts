@@ -19,7 +19,7 @@ export function reportRoutes (core: Core) {
     const { reports } = core.safety
     r.post('/', {
       schema: { summary: 'Report a room, spark, shelf, office or user', tags: ['safety'], body: CreateReportInput, response: { 201: dataOf(ReportSchema), ...ERRORS } },
-      config: { operation: 'reports.createReport' }
+      config: { operation: 'reports.createReport', idempotent: true }
     }, async (request, reply) => await reply.code(201).send({ data: await reports.create(actorOf(request), request.body) }))
     r.get('/', {
       schema: { summary: 'The caller\'s own reports with their status and outcome', tags: ['safety'], querystring: OwnListQuery, response: { 200: pageOf(ReportSchema), ...ERRORS } },

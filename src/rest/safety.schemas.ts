@@ -1,18 +1,12 @@
-// Response schemas of the trust-and-safety routes (DECISIONS §11), for the OpenAPI document and the
-// serializer: each route's success envelope and its error replies (src/rest/errors.ts's body).
-// Free-form JSON (widget settings and schemas) is `Type.Unknown()`, which the serializer writes whole.
+// Response schemas of the trust-and-safety routes (DECISIONS §11), for the OpenAPI document: the
+// resources, on the envelopes of responses.ts. Free-form JSON (widget settings and schemas) is
+// `Type.Unknown()`.
 import { Type, type TSchema } from 'typebox'
+import { ErrorEnvelope, noContent } from './responses.js'
+
+export { dataOf, listOf as pageOf, ErrorEnvelope as ErrorBody } from './responses.js'
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
-
-export const ErrorBody = Type.Object({
-  error: Type.String(),
-  message: Type.String(),
-  details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), issue: Type.String() }))),
-  retryAfter: Type.Optional(Type.Number())
-})
-
-const Pagination = Type.Object({ page: Type.Integer(), limit: Type.Integer(), total: Type.Integer(), totalPages: Type.Integer() })
 
 export const ReportSchema = Type.Object({
   id: Type.String(),
@@ -66,9 +60,7 @@ export const ClassificationSchema = Type.Object({
   model: Type.String()
 })
 
-export const dataOf = <T extends TSchema>(schema: T) => Type.Object({ data: schema })
-export const pageOf = <T extends TSchema>(schema: T) => Type.Object({ data: Type.Array(schema), pagination: Pagination })
-
-/** The error replies every route of these groups may give (the gate's, validation's and the core's). */
-export const ERRORS = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody, 503: ErrorBody }
-export const NoContent = Type.Null({ description: 'No content' })
+/** The core's refusals these routes may give; the gate's (400, 401, 429 with its headers, 503) are
+ *  added from the catalogue by openapi.ts. */
+export const ERRORS = { 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope }
+export const NoContent = noContent[204]!
