@@ -181,6 +181,6 @@ t.test('local disk keeps UPLOAD_DISK_RESERVE_BYTES free for the embedded databas
   const hank = await signInPerson(full, 'disk-full')
   const res = await attach(hank, 10, full)
   t.equal(res.status, 503)
-  t.same(res.json(), { error: 'ServiceUnavailable', message: 'File storage is full; try again later.' })
+  t.match(res.json(), { error: 'ServiceUnavailable', message: 'File storage is full; try again later.', requestId: String }, 'the envelope, with the request id to quote (DECISIONS §15)')
   t.same(readdirSync(join(full.config.dataDir, 'uploads')).filter((n) => n !== '.partial'), [], 'nothing stored')
 })
