@@ -25,7 +25,7 @@ export function passportRoutes (core: Core) {
       return { data: await passports.update(actorOf(request), request.body) }
     })
 
-    r.post('/skills', { schema: { summary: 'Add a skill', tags: ['passport'], response: created(AnyObject), body: AddSkillInput }, config: { operation: 'passport.addSkill' } }, async (request, reply) => {
+    r.post('/skills', { schema: { summary: 'Add a skill', tags: ['passport'], response: created(AnyObject), body: AddSkillInput }, config: { operation: 'passport.addSkill', idempotent: true } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addSkill(actorOf(request), request.body) })
     })
 
@@ -34,7 +34,7 @@ export function passportRoutes (core: Core) {
       return await reply.code(204).send()
     })
 
-    r.post('/experience', { schema: { summary: 'Add an experience', tags: ['passport'], response: created(AnyObject), body: AddExperienceInput }, config: { operation: 'passport.addExperience' } }, async (request, reply) => {
+    r.post('/experience', { schema: { summary: 'Add an experience', tags: ['passport'], response: created(AnyObject), body: AddExperienceInput }, config: { operation: 'passport.addExperience', idempotent: true } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addExperience(actorOf(request), request.body) })
     })
 
