@@ -14,7 +14,8 @@ export async function up (db: Kysely<any>): Promise<void> {
   await db.deleteFrom('idempotency_keys').execute()
   await db.schema.alterTable('idempotency_keys').dropConstraint('idempotency_keys_user_id_fkey').execute()
   await db.schema.alterTable('idempotency_keys').addColumn('account_id', 'text', (c) => c.references('users.id').onDelete('cascade')).execute()
-  await db.schema.alterTable('idempotency_keys').addColumn('outcome', 'jsonb').execute()
+  // json, not jsonb: a value comes back with its keys in their order, so a replayed body is the same text.
+  await db.schema.alterTable('idempotency_keys').addColumn('outcome', 'json').execute()
   await db.schema.alterTable('idempotency_keys').dropColumn('status').execute()
   await db.schema.alterTable('idempotency_keys').dropColumn('headers').execute()
   await db.schema.alterTable('idempotency_keys').dropColumn('body').execute()

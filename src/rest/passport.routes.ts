@@ -54,7 +54,7 @@ export function passportRoutes (core: Core) {
     // Its own scope: only this route reads multipart bodies.
     await app.register(async (form) => {
       await acceptMultipart(form)
-      form.post('/import', { schema: { summary: 'Import a CV (multipart `file`: PDF, DOCX or text) into your passport', tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.importCV' } }, async (request, reply) => {
+      form.post('/import', { schema: { summary: 'Import a CV (multipart `file`: PDF, DOCX or text) into your passport', tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.importCV', idempotent: true } }, async (request, reply) => {
         const actor = actorOf(request)
         const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
         return { data: await passports.importCv(actor, { bytes, field: 'file' }) }

@@ -30,7 +30,7 @@ export function passportService (core: Core): ServiceImpl<typeof PassportService
       return { passport: passportMessage(await passports.update(actorOf(ctx), { headline: req.headline, summary: req.summary, location: req.location, isPublic: req.isPublic })) }
     },
     async importCV (req, ctx) {
-      return { passport: passportMessage(await passports.importCv(actorOf(ctx), { bytes: req.content, field: 'content', filename: req.filename })) }
+      return await idempotentCall(core, ctx, async () => ({ passport: passportMessage(await passports.importCv(actorOf(ctx), { bytes: req.content, field: 'content', filename: req.filename })) }))
     },
     async addSkill (req, ctx) {
       return await idempotentCall(core, ctx, async () => ({ skill: skillMessage(await passports.addSkill(actorOf(ctx), { name: req.name, level: req.level })) }))

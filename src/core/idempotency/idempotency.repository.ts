@@ -42,7 +42,7 @@ export async function claimKey (db: Db, ref: KeyRef, claim: Claim): Promise<bool
 export async function insertOutcome (trx: Db, ref: KeyRef, claim: Claim, outcome: StoredOutcome): Promise<boolean> {
   const result = await sql<{ idem_key: string }>`
     insert into idempotency_keys (user_id, idem_key, fingerprint, account_id, outcome, created_at, expires_at)
-    values (${ref.owner.id}, ${ref.key}, ${claim.fingerprint}, ${ref.owner.accountId}, ${JSON.stringify(outcome)}::jsonb, ${claim.now}, ${claim.expiresAt})
+    values (${ref.owner.id}, ${ref.key}, ${claim.fingerprint}, ${ref.owner.accountId}, ${JSON.stringify(outcome)}::json, ${claim.now}, ${claim.expiresAt})
     on conflict (user_id, idem_key) do update
       set fingerprint = excluded.fingerprint, account_id = excluded.account_id, outcome = excluded.outcome, created_at = excluded.created_at, expires_at = excluded.expires_at
       where idempotency_keys.expires_at <= ${claim.now}
@@ -53,7 +53,7 @@ export async function insertOutcome (trx: Db, ref: KeyRef, claim: Claim, outcome
 /** Stores the outcome of the run that claimed the key at `claimedAt` (in its transaction, or alone). */
 export async function updateOutcome (db: Db, ref: KeyRef, claimedAt: Date, fingerprint: string, outcome: StoredOutcome, alone: boolean): Promise<void> {
   await sql`
-    update idempotency_keys set fingerprint = ${fingerprint}, outcome = ${JSON.stringify(outcome)}::jsonb
+    update idempotency_keys set fingerprint = ${fingerprint}, outcome = ${JSON.stringify(outcome)}::json
     ${alone ? sql`from ${ASYNC_COMMIT}` : sql``}
     where user_id = ${ref.owner.id} and idem_key = ${ref.key} and created_at = ${claimedAt}`.execute(db)
 }

@@ -97,8 +97,10 @@ export function fingerprintOf (scope: string, input: unknown, bytesDigest?: stri
   return hash.digest('base64url')
 }
 
-/** JSON with object keys sorted, so `{a, b}` and `{b, a}` are the same request. */
+/** JSON with object keys sorted, so `{a, b}` and `{b, a}` are the same request; bytes (a file read
+ *  whole) stand as their hash. */
 function stableJson (value: unknown): string {
+  if (value instanceof Uint8Array) return JSON.stringify(`sha256:${createHash('sha256').update(value).digest('base64url')}`)
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)

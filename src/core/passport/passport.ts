@@ -187,7 +187,7 @@ export function createPassports (deps: CoreDeps) {
      * start date are added, each up to the passport's bounds (what would pass them is left out);
      * a headline is taken only when the passport has none. Answers the passport.
      */
-    async importCv (actor: Actor, file: CvFile): Promise<Passport> {
+    importCv: keyed(deps, async (actor: Actor, file: CvFile): Promise<Passport> => {
       const found = await preview(file)
       await inTransaction(deps, async ({ trx }) => {
         const now = clock.now()
@@ -213,7 +213,7 @@ export function createPassports (deps: CoreDeps) {
         await repo.updatePassportRow(trx, actor.userId, headline, now)
       })
       return await own(actor.userId)
-    }
+    })
   }
 }
 
