@@ -417,12 +417,15 @@ export interface paths {
         put?: never;
         /**
          * Publish a message of the day (admin)
-         * @description Operation `admin.createMotd` · access: admin · rate-limit tier: `write`
+         * @description Operation `admin.createMotd` · access: admin · rate-limit tier: `write` · retry-safe with `Idempotency-Key`
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body gets the first answer again (24 h, per user); never a second create. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -527,6 +530,15 @@ export interface paths {
                             /** @description Seconds to wait (429, 503), as in Retry-After. */
                             retryAfter?: number;
                         };
+                    };
+                };
+                /** @description This Idempotency-Key was used with another request body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
                     };
                 };
                 /** @description Rate limit exceeded (tier `write`) */
@@ -2010,12 +2022,15 @@ export interface paths {
         put?: never;
         /**
          * Add a widget to the catalogue (admin)
-         * @description Operation `admin.createWidget` · access: admin · rate-limit tier: `write`
+         * @description Operation `admin.createWidget` · access: admin · rate-limit tier: `write` · retry-safe with `Idempotency-Key`
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body gets the first answer again (24 h, per user); never a second create. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2118,6 +2133,15 @@ export interface paths {
                             /** @description Seconds to wait (429, 503), as in Retry-After. */
                             retryAfter?: number;
                         };
+                    };
+                };
+                /** @description This Idempotency-Key was used with another request body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
                     };
                 };
                 /** @description Rate limit exceeded (tier `write`) */
@@ -2599,12 +2623,15 @@ export interface paths {
         put?: never;
         /**
          * Appeal a moderation action taken against the caller (once, within 30 days)
-         * @description Operation `appeals.createAppeal` · access: required · rate-limit tier: `write`
+         * @description Operation `appeals.createAppeal` · access: required · rate-limit tier: `write` · retry-safe with `Idempotency-Key`
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body gets the first answer again (24 h, per user); never a second create. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2720,6 +2747,15 @@ export interface paths {
                             /** @description Seconds to wait (429, 503), as in Retry-After. */
                             retryAfter?: number;
                         };
+                    };
+                };
+                /** @description This Idempotency-Key was used with another request body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
                     };
                 };
                 /** @description Rate limit exceeded (tier `write`) */
@@ -6417,12 +6453,15 @@ export interface paths {
         put?: never;
         /**
          * Add an experience
-         * @description Operation `passport.addExperience` · access: required · rate-limit tier: `write`
+         * @description Operation `passport.addExperience` · access: required · rate-limit tier: `write` · retry-safe with `Idempotency-Key`
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body gets the first answer again (24 h, per user); never a second create. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -6462,6 +6501,24 @@ export interface paths {
                 };
                 /** @description Unauthorized: no valid session */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Conflict, or a request with this Idempotency-Key is still in progress */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description This Idempotency-Key was used with another request body */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6680,12 +6737,15 @@ export interface paths {
         put?: never;
         /**
          * Import a CV (multipart `file`: PDF, DOCX or text) into your passport
-         * @description Operation `passport.importCV` · access: required · rate-limit tier: `expensive`
+         * @description Operation `passport.importCV` · access: required · rate-limit tier: `expensive` · retry-safe with `Idempotency-Key`
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body gets the first answer again (24 h, per user); never a second create. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -6715,6 +6775,24 @@ export interface paths {
                 };
                 /** @description Unauthorized: no valid session */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Conflict, or a request with this Idempotency-Key is still in progress */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description This Idempotency-Key was used with another request body */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6767,12 +6845,15 @@ export interface paths {
         put?: never;
         /**
          * Add a skill
-         * @description Operation `passport.addSkill` · access: required · rate-limit tier: `write`
+         * @description Operation `passport.addSkill` · access: required · rate-limit tier: `write` · retry-safe with `Idempotency-Key`
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body gets the first answer again (24 h, per user); never a second create. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -6809,6 +6890,24 @@ export interface paths {
                 };
                 /** @description Unauthorized: no valid session */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Conflict, or a request with this Idempotency-Key is still in progress */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description This Idempotency-Key was used with another request body */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7903,12 +8002,15 @@ export interface paths {
         put?: never;
         /**
          * Install a widget in a room (its creator), settings checked against the widget's schema
-         * @description Operation `widgets.installWidget` · access: required · rate-limit tier: `write`
+         * @description Operation `widgets.installWidget` · access: required · rate-limit tier: `write` · retry-safe with `Idempotency-Key`
          */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body gets the first answer again (24 h, per user); never a second create. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     roomId: string;
                 };
@@ -8030,6 +8132,15 @@ export interface paths {
                             /** @description Seconds to wait (429, 503), as in Retry-After. */
                             retryAfter?: number;
                         };
+                    };
+                };
+                /** @description This Idempotency-Key was used with another request body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
                     };
                 };
                 /** @description Rate limit exceeded (tier `write`) */
