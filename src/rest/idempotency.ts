@@ -40,6 +40,8 @@ function bodyArrived (request: FastifyRequest): boolean {
 }
 
 export function installIdempotency (app: FastifyInstance, core: Core): void {
+  /** Calls whose handler is running. */
+  const handling = new WeakSet<KeyedCall>()
   const open: onRequestAsyncHookHandler = async function (request, reply) {
     try {
       const key = core.idempotency.parseKey(request.headers[IDEMPOTENCY_HEADER])
@@ -61,7 +63,13 @@ export function installIdempotency (app: FastifyInstance, core: Core): void {
     const keyedHandler: RouteHandlerMethod = async function (request, reply) {
       const call = request.idempotency
       if (call === undefined) return await handler.call(this, request, reply)
-      return await core.idempotency.within(call, async () => await handler.call(this, request, reply))
+      handling.add(call)
+      try {
+        return await core.idempotency.within(call, async () => await handler.call(this, request, reply))
+      } finally {
+        handling.delete(call)
+        await core.idempotency.settle(call)
+      }
     }
     route.handler = keyedHandler
     route.onRequest = [...[route.onRequest ?? []].flat(), open]
@@ -69,9 +77,11 @@ export function installIdempotency (app: FastifyInstance, core: Core): void {
       if (request.idempotency?.replayed === true) void reply.header('idempotent-replayed', 'true')
       return payload
     }]
+    // A request answered or abandoned before its handler ran (refused, its body cut off); one whose
+    // handler runs is settled when the handler is done, never while its create may still run.
     const settle = async (request: FastifyRequest): Promise<void> => {
       const call = request.idempotency
-      if (call !== undefined) await core.idempotency.settle(call)
+      if (call !== undefined && !handling.has(call)) await core.idempotency.settle(call)
     }
     route.onResponse = [...[route.onResponse ?? []].flat(), settle]
     route.onRequestAbort = [...[route.onRequestAbort ?? []].flat(), settle]
