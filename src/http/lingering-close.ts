@@ -90,6 +90,9 @@ const takenOver = new WeakSet<net.Socket>()
  * after that, a kept-alive one serves its next request.
  */
 export function lingerAfterEarlyAnswer (request: IncomingMessage, response: ServerResponse): void {
+  // Most requests have no body (and cost nothing here).
+  const headers = request.headers
+  if (headers['transfer-encoding'] === undefined && (headers['content-length'] === undefined || headers['content-length'] === '0')) return
   const socket = request.socket
   if (!takenOver.has(socket)) {
     takenOver.add(socket)
