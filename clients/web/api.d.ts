@@ -3676,7 +3676,19 @@ export interface paths {
                     content: {
                         "application/json": {
                             data: {
-                                [key: string]: unknown;
+                                /** @description Every issue: one per off-grid tile plus one per overlapping pair (exact, however many are listed). */
+                                issueCount: number;
+                                /** @description The first 100 issues, ordered by tileIds compared element by element in code-unit order, a list before every longer list it begins: a tile's off-grid issue comes right before the overlaps it is the smaller id of. */
+                                issues: {
+                                    kind: "overlap" | "off-grid";
+                                    /** @description `overlap`: the two tiles, smaller id first; `off-grid`: the one tile. */
+                                    tileIds: string[];
+                                }[];
+                                roomId: string;
+                                /** @description True when issues lists fewer than issueCount. */
+                                truncated: boolean;
+                                /** @description True when the room has no issue at all (issueCount is 0). */
+                                valid: boolean;
                             };
                         };
                     };

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
-import { BatchUpdatePositionsInput, CanvasStateQuery, ComputeLayoutInput, RoomIdInput, UpdatePositionInput } from '../core/canvas/canvas.types.js'
+import { BatchUpdatePositionsInput, CanvasStateQuery, ComputeLayoutInput, LayoutValidationSchema, RoomIdInput, UpdatePositionInput } from '../core/canvas/canvas.types.js'
 import { actorOf } from './identity.js'
 import { AnyObject, ok } from './responses.js'
 
@@ -23,7 +23,7 @@ export function canvasRoutes (core: Core) {
       return { data: await core.canvas.computeLayout(actorOf(request), request.body) }
     })
 
-    r.post('/layout/validate', { schema: { summary: "Check a room's layout for overlaps", tags: ['canvas'], response: ok(AnyObject), body: RoomIdInput }, config: { operation: 'canvas.validateLayout' } }, async (request) => {
+    r.post('/layout/validate', { schema: { summary: "Check a room's layout for overlaps", tags: ['canvas'], response: ok(LayoutValidationSchema), body: RoomIdInput }, config: { operation: 'canvas.validateLayout' } }, async (request) => {
       return { data: await core.canvas.validateLayout(actorOf(request), request.body) }
     })
 
