@@ -18,6 +18,7 @@ import { uploadRoutes } from './uploads.routes.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { installRequestGate } from './request-gate.js'
 import { installIdempotency } from './idempotency.js'
+import { installHttpSemantics } from './http-semantics.js'
 import { rtcRoutes } from './rtc.routes.js'
 import { appealRoutes, classifyRoutes, messageRoutes, motdRoutes, reportRoutes, roomWidgetRoutes, widgetRoutes } from './safety.routes.js'
 import { userRoutes } from './users.routes.js'
@@ -45,6 +46,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   app.setValidatorCompiler(typeBoxValidatorCompiler)
   installRequestGate(app, core, limiter)
   installIdempotency(app, core)
+  installHttpSemantics(app)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
   await app.register(roomRoutes(core), { prefix: '/rooms' })
   await app.register(roomWidgetRoutes(core), { prefix: '/rooms' })
