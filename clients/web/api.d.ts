@@ -1769,6 +1769,11 @@ export interface components {
             officeId: string;
             role: "owner" | "admin" | "member";
         };
+        /** InviteAcceptance */
+        InviteAcceptance: {
+            member: components["schemas"]["Member"];
+            office: components["schemas"]["Office"];
+        };
         /** InviteInfo */
         InviteInfo: {
             email: string;
@@ -2091,7 +2096,7 @@ export interface components {
         ETag: string;
         /** @description `true` on an answer replayed to a retry with the same Idempotency-Key */
         "Idempotent-Replayed": "true";
-        /** @description The URL of the resource this request created */
+        /** @description On a 201: the URL of the resource this request created; on a redirect: where to go */
         Location: string;
         /** @description Requests allowed in the window of this operation's tier */
         "RateLimit-Limit": number;
@@ -5947,6 +5952,7 @@ export interface operations {
             /** @description To APP_URL, with the session cookie set (a refused link in a browser: to APP_URL/?signin=invalid) */
             302: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -8384,7 +8390,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["Member"];
+                        data: components["schemas"]["InviteAcceptance"];
                     };
                 };
             };
@@ -19226,9 +19232,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        status: string;
-                    } & {
-                        [key: string]: unknown;
+                        services: {
+                            [key: string]: {
+                                /** @description With `delayed`: how late live events are, in ms */
+                                lag?: number;
+                                /** @description Milliseconds the probe took */
+                                latency: number;
+                                status: "healthy" | "degraded" | "unhealthy" | "delayed";
+                            };
+                        };
+                        status: "healthy" | "degraded" | "unhealthy" | "draining";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description Seconds since start (where the REST API is served) */
+                        uptime?: number;
                     };
                 };
             };
@@ -19251,9 +19268,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        status: string;
-                    } & {
-                        [key: string]: unknown;
+                        services: {
+                            [key: string]: {
+                                /** @description With `delayed`: how late live events are, in ms */
+                                lag?: number;
+                                /** @description Milliseconds the probe took */
+                                latency: number;
+                                status: "healthy" | "degraded" | "unhealthy" | "delayed";
+                            };
+                        };
+                        status: "healthy" | "degraded" | "unhealthy" | "draining";
+                        /** Format: date-time */
+                        timestamp: string;
+                        /** @description Seconds since start (where the REST API is served) */
+                        uptime?: number;
                     };
                 };
             };

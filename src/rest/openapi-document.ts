@@ -49,7 +49,7 @@ const HEADERS: Record<string, Json> = {
   'X-RateLimit-Reset': header('As RateLimit-Reset'),
   'Retry-After': header('Seconds to wait before retrying'),
   ETag: header("The resource's version, for If-Match and If-None-Match", { type: 'string' }),
-  Location: header('The URL of the resource this request created', { type: 'string' }),
+  Location: header('On a 201: the URL of the resource this request created; on a redirect: where to go', { type: 'string' }),
   'Idempotent-Replayed': header('`true` on an answer replayed to a retry with the same Idempotency-Key', { type: 'string', enum: ['true'] })
 }
 
@@ -79,7 +79,7 @@ function headersOf (route: DescribedRoute | undefined, status: string): Json {
   if (facts.policy.tier !== 'exempt') for (const name of RATE_LIMIT) headers[name] = ref(name)
   if (code === 429 || code === 503 || (code === 409 && facts.idempotent)) headers['Retry-After'] = ref('Retry-After')
   if (facts.etag && (code === 200 || code === 201 || code === 304)) headers.ETag = ref('ETag')
-  if (code === 201 && route.location) headers.Location = ref('Location')
+  if ((code === 201 && route.location) || (code >= 300 && code < 400 && code !== 304)) headers.Location = ref('Location')
   if (facts.idempotent && code < 500 && code !== 304) headers['Idempotent-Replayed'] = ref('Idempotent-Replayed')
   return headers
 }

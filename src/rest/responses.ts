@@ -155,6 +155,8 @@ export const Invite = describes<CoreInvite>()('Invite', Type.Object({
   expiresAt: Timestamp
 }))
 
+export const InviteAcceptance = describes<{ office: CoreOffice, member: CoreMember }>()('InviteAcceptance', Type.Object({ office: Office, member: Member }))
+
 export const InviteInfo = describes<CoreInviteInfo>()('InviteInfo', Type.Object({
   officeId: Type.String(),
   officeName: Type.String(),
