@@ -150,7 +150,12 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
     },
     transformObject: (document) => finishDocument(('openapiObject' in document ? document.openapiObject : document.swaggerObject) as Record<string, unknown>, described)
   })
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // Built on the first request and kept, as text: later requests send it as it is.
+  let text: string | undefined
+  app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
+    text ??= JSON.stringify(app.swagger())
+    return await reply.type('application/json; charset=utf-8').send(text)
+  })
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     // Swagger UI's own files, served from node_modules: no script from another host (DECISIONS §15).
