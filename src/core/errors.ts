@@ -13,7 +13,8 @@ export type ErrorKind =
   | 'not_found'
   | 'conflict' // duplicate or constraint
   | 'precondition' // the operation is not allowed in the resource's current state
-  | 'aborted' // a concurrent change won (stale version)
+  | 'aborted' // a concurrent change won (a layout whose tiles kept moving, a retry still in flight)
+  | 'stale_version' // the version the caller based a change on is not the current one: REST 412 (If-Match), RPC ABORTED
   | 'limit_reached' // a documented bound on how many of a thing may exist (tiles in a room)
   | 'quota_exceeded' // what one user may keep is used up (UPLOAD_QUOTA_BYTES): REST 413 `QuotaExceeded`
   | 'rate_limited'

@@ -21,6 +21,8 @@ const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }
   conflict: { status: 409, error: 'Conflict' },
   precondition: { status: 409, error: 'FailedPrecondition' },
   aborted: { status: 409, error: 'Conflict' },
+  // RFC 9110: a stale If-Match is 412 (DECISIONS §17).
+  stale_version: { status: 412, error: 'PreconditionFailed' },
   limit_reached: { status: 409, error: 'LimitReached' },
   quota_exceeded: { status: 413, error: 'QuotaExceeded' },
   idempotency_mismatch: { status: 422, error: 'IdempotencyKeyReused' },
@@ -54,6 +56,12 @@ export interface RestErrorBody {
 }
 
 export interface RestErrorReply { status: number, body: RestErrorBody }
+
+/** The status and `error` name REST answers a core error kind or an HTTP refusal with (the OpenAPI
+ *  document declares each operation's answers from it). */
+export function restReplyOf (reason: ErrorKind | HttpRefusal): { status: number, error: string } {
+  return REPLIES[reason]
+}
 
 export function restRefusal (reason: HttpRefusal, message: string): RestErrorReply {
   const { status, error } = REPLIES[reason]

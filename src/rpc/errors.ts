@@ -35,6 +35,7 @@ const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   conflict: Code.AlreadyExists,
   precondition: Code.FailedPrecondition,
   aborted: Code.Aborted,
+  stale_version: Code.Aborted,
   limit_reached: Code.FailedPrecondition,
   // No RPC method stores files today (uploads are REST only); the errors table's word for a used-up quota.
   quota_exceeded: Code.ResourceExhausted,
