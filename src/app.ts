@@ -31,6 +31,7 @@ import { installClientIp, proxyTrust } from './http/client-ip.js'
 import { genReqId, installRequestId } from './http/request-id.js'
 import { installAccessLog, type AccessLineFields } from './http/access-log.js'
 import type { EdgeRefusals } from './http/refusals.js'
+import { createRequestEnds } from './http/request-end.js'
 import { installRestErrorHandler, restRefusalWriter } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { rpcRefusalWriter } from './rpc/errors.js'
@@ -86,6 +87,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // The edge answers its own refusals in the envelope of the transport a path belongs to: each
   // transport hands it its writer (src/http/refusals.ts).
   const refusals: EdgeRefusals = { rest: restRefusalWriter, rpc: { prefix: RPC_PREFIX, write: rpcRefusalWriter } }
+  // Where every request's end is read, whatever ended it, for the access line and the metrics
+  // (src/http/request-end.ts); the edge's own refusals report to it too.
+  const ends = createRequestEnds()
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -101,7 +105,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     genReqId,
     trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
-    frameworkErrors: frameworkErrorAnswer(refusals),
+    frameworkErrors: frameworkErrorAnswer(refusals, ends),
     // HTTP/1.1 and HTTP/2 on one port, with the timeouts and the draining close of src/http/listener.ts.
     serverFactory: (handler) => createListener(handler as RequestHandler, { timeouts: config.http, tls: config.tls, drainMs: DRAIN_MS, refuse: refusals.rest }) as Server,
     // Only names the scheme of the addresses Fastify logs and returns: the listener above serves TLS.
@@ -111,7 +115,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A request that arrives on an open connection while the server closes is answered, not refused
     // with Fastify's own 503 body; its answer tells the client to close the connection.
     return503OnClosing: false,
-    clientErrorHandler: clientErrorAnswer(refusals.rest)
+    clientErrorHandler: clientErrorAnswer(refusals.rest, ends)
   })
 
   // First, so the request span encloses every hook and handler (nothing when tracing is off).
@@ -123,10 +127,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   if (options.onRoute !== undefined) app.addHook('onRoute', options.onRoute)
   installClientIp(app, config)
   installRequestId(app)
-  installAccessLog(app, { extraFields: options.accessLineFields ?? traceFields() })
+  ends.install(app)
+  installAccessLog(app.log, ends, { extraFields: options.accessLineFields ?? traceFields() })
   // Only with METRICS_PORT: otherwise nothing is counted.
   const metrics = config.metricsPort === undefined ? undefined : createMetrics()
-  if (metrics !== undefined) installRequestMetrics(app, metrics)
+  if (metrics !== undefined) installRequestMetrics(ends, metrics)
 
   const database = options.database ?? await openDatabase(metrics === undefined ? config : { ...config, onQueryError: () => { metrics.queryError() } })
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)
