@@ -221,7 +221,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       computeLoad: compute.load
     })
     // Its own listener, never the public port; opened when the app is ready, closed with it.
-    app.addHook('onReady', async () => { metricsListener = await listenForMetrics(metrics, metricsPort, config.host) })
+    app.addHook('onReady', async () => { metricsListener = await listenForMetrics(metrics, metricsPort, config.metricsHost) })
     app.addHook('onClose', async () => { await metricsListener?.close() })
   }
 

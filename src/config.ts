@@ -66,8 +66,10 @@ export interface Config {
   /** Plain Connect unary calls take the gateway's own routes (src/rpc/README.md); false: every call
    *  goes through @connectrpc/connect-fastify. */
   readonly rpcPlainUnary: boolean
-  /** Where `GET /metrics` (Prometheus text) is served, on HOST: never the public port; undefined: no metrics. */
+  /** Where `GET /metrics` (Prometheus text) is served: never the public port; undefined: no metrics. */
   readonly metricsPort: number | undefined
+  /** The address the metrics listener binds (METRICS_HOST): loopback unless an operator opens it. */
+  readonly metricsHost: string
   /** Traces are exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ form) is set
    *  and OTEL_SDK_DISABLED is not `true`; the SDK reads its own variables (src/infra/tracing.ts). */
   readonly tracing: boolean
@@ -350,6 +352,8 @@ export function loadConfig (env: Env = process.env): Config {
     uploadQuotaBytes: integer(env, 'UPLOAD_QUOTA_BYTES', GiB, 1, Number.MAX_SAFE_INTEGER),
     rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true',
     metricsPort: text(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535),
+    // Not HOST: the public address would publish the metrics to every client (DECISIONS §17).
+    metricsHost: text(env, 'METRICS_HOST') ?? '127.0.0.1',
     tracing: tracingConfigured(env)
   }
   if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
