@@ -44,6 +44,7 @@ import { createMetrics, installRequestMetrics, listenForMetrics, type MetricsLis
 import { installRequestTracing, traceFields } from './http/request-tracing.js'
 import { flushTracing, tracingStarted } from './infra/tracing.js'
 import { observeStorage } from './infra/storage-observed.js'
+import { logThrottled } from './infra/throttled-log.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -149,7 +150,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       redis,
       prefix: config.rateLimitKeyPrefix,
       now: () => clock.now().getTime(),
-      onFallback: (error) => { app.log.warn({ err: error }, 'stream caps: Redis unavailable, counting per instance') }
+      onFallback: (error) => { logThrottled(app.log, 'warn', 'stream caps: Redis unavailable, counting per instance', { err: error }) }
     }),
     clock,
     log: app.log,
