@@ -120,7 +120,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   // First, so the request span encloses every hook and handler (nothing when tracing is off).
-  await installRequestTracing(app)
+  await installRequestTracing(app, ends)
   if (config.tracing && !tracingStarted()) {
     app.log.warn('OTEL_EXPORTER_OTLP_ENDPOINT is set but tracing did not start: run the process with --import ./dist/src/tracing-preload.js (npm start and the Docker image do)')
   }

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path'
 import { proxyTrust } from './http/client-ip.js'
 import type { HttpTimeouts } from './http/listener.js'
 import type { StorageConfig } from './infra/storage.js'
+import { packageVersion } from './infra/package-version.js'
 import { tracingConfigured } from './infra/tracing.js'
 
 export type Expose = 'all' | 'public' | 'internal'
@@ -254,19 +255,6 @@ function storage (env: Env, dataDir: string): StorageConfig {
     forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE') ?? endpoint !== undefined,
     credentials: accessKeyId === undefined || secretAccessKey === undefined ? undefined : { accessKeyId, secretAccessKey, ...(sessionToken === undefined ? {} : { sessionToken }) },
     keyPrefix
-  }
-}
-
-/** Read from the project's package.json (above src/, or above dist/src/ when built), so `node
- *  dist/src/server.js` knows it without npm. */
-function packageVersion (): string {
-  const candidates = [join(import.meta.dirname, '..', 'package.json'), join(import.meta.dirname, '..', '..', 'package.json')]
-  const file = candidates.find((path) => existsSync(path)) ?? candidates[0]!
-  try {
-    const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }
-    return typeof version === 'string' ? version : '0.0.0'
-  } catch {
-    return '0.0.0'
   }
 }
 
