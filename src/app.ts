@@ -219,7 +219,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       streamsOpen: () => streams.size,
       heldBackMs: () => live.bus.lagMs(),
       ...(database.pool === undefined ? {} : { pool: database.pool }),
-      computeLoad: compute.load
+      computeLoad: compute.load,
+      // Made below, with its probes; `draining` as /health answers it.
+      health: async () => {
+        const report = await seen.health!.report()
+        return draining ? { ...report, status: 'draining' } : report
+      }
     })
     // Its own listener, never the public port; opened when the app is ready, closed with it.
     app.addHook('onReady', async () => { metricsListener = await listenForMetrics(metrics, metricsPort, config.metricsHost) })

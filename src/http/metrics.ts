@@ -29,7 +29,13 @@ export interface MetricSources {
   heldBackMs: () => number
   pool?: Pick<pg.Pool, 'totalCount' | 'idleCount' | 'waitingCount'>
   computeLoad: () => { running: number, waiting: number }
+  /** The /health report as it is answered now (`draining` once the process got SIGTERM). */
+  health?: () => Promise<{ status: string, services: Record<string, { status: string }> }>
 }
+
+/** What /health may say of the whole instance, and of each part. */
+const INSTANCE_STATUSES = ['healthy', 'degraded', 'unhealthy', 'draining']
+const PART_STATUSES = ['healthy', 'degraded', 'delayed', 'unhealthy']
 
 export interface Metrics {
   readonly registry: Registry
@@ -49,6 +55,12 @@ export interface Metrics {
 export function createMetrics (): Metrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
+  // `_total` names counters only (the exposition format; `promtool check metrics`): prom-client's
+  // default gauges nodejs_active_{handles,requests,resources}_total are dropped — each is the sum
+  // of its family without the suffix (by `type`), which stays.
+  for (const metric of registry.getMetricsAsArray()) {
+    if (metric.name.endsWith('_total') && !(metric instanceof Counter)) registry.removeSingleMetric(metric.name)
+  }
   let sources: MetricSources | undefined
 
   const requests = new Counter({ name: 'canvas_requests_total', help: 'Requests ended (answered, abandoned by the client: 499, refused by the edge), by catalogue operation, transport, status class and, for RPC calls, gRPC/Connect code (the class of an RPC call is its code\'s).', labelNames: ['operation', 'transport', 'status_class', 'code'], registers: [registry] })
@@ -95,6 +107,23 @@ export function createMetrics (): Metrics {
       const load = sources?.computeLoad() ?? { running: 0, waiting: 0 }
       this.set({ state: 'running' }, load.running)
       this.set({ state: 'waiting' }, load.waiting)
+    }
+  }))
+  // The health report as a state set: one series per status, 1 for the current one, so an alert can
+  // say `degraded for 5 minutes` and a panel which part it is.
+  registry.registerMetric(new Gauge({
+    name: 'canvas_health_status',
+    help: 'The /health report: 1 for the current status, 0 for the others; part="instance" is the whole report (healthy, degraded, unhealthy, draining), the others its parts (healthy, degraded, delayed, unhealthy).',
+    labelNames: ['part', 'status'],
+    registers: [],
+    async collect () {
+      const report = await sources?.health?.()
+      if (report === undefined) return
+      this.reset()
+      for (const status of INSTANCE_STATUSES) this.set({ part: 'instance', status }, report.status === status ? 1 : 0)
+      for (const [part, { status: current }] of Object.entries(report.services)) {
+        for (const status of PART_STATUSES) this.set({ part, status }, current === status ? 1 : 0)
+      }
     }
   }))
   const computeSeconds = new Histogram({ name: 'canvas_compute_task_duration_seconds', help: 'Compute tasks from submission (queue wait included) to their end, by kind and outcome.', labelNames: ['task', 'outcome'], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] })
