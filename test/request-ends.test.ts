@@ -66,6 +66,40 @@ t.test('an event stream the client closes: one access line with 499, one count',
   t.equal(await counted(labels) - before, 1, 'one count')
 })
 
+t.test('an event stream closed over HTTP/2 (RST_STREAM): one line with 499, one count', async (t) => {
+  const labels = { operation: 'sync.subscribe', transport: 'rest', status_class: '4xx' }
+  const before = await counted(labels)
+  const session = http2.connect(url)
+  session.on('error', () => {})
+  t.teardown(() => { session.destroy() })
+  const stream = session.request({ ':path': '/api/sync/subscribe', accept: 'text/event-stream', cookie: `app_session=${person.cookie}` })
+  stream.on('error', () => {})
+  const requestId = await new Promise<string>((resolve) => { stream.on('response', (headers) => { resolve(String(headers['x-request-id'])) }) })
+  stream.close(http2.constants.NGHTTP2_CANCEL)
+  const lines = await linesOf(requestId)
+  t.equal(lines.length, 1, 'one line')
+  t.equal(lines[0]?.status, 499, 'client closed request, though Node emits `finish` for the reset stream')
+  t.equal(await counted(labels) - before, 1, 'one count')
+})
+
+t.test('an upload the client resets halfway: one line with 499, one count', async (t) => {
+  const labels = { operation: 'uploads.upload', transport: 'rest', status_class: '4xx' }
+  const before = await counted(labels)
+  const from = logs.lines.length
+  await new Promise<void>((resolve) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => {
+      socket.write(`POST /api/uploads HTTP/1.1\r\nHost: localhost\r\nCookie: app_session=${person.cookie}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name="type"\r\n\r\navatar\r\n--b\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${'x'.repeat(1000)}`)
+      setTimeout(() => { socket.resetAndDestroy(); resolve() }, 200)
+    })
+    socket.on('error', () => {})
+  })
+  const line = await logs.waitFor((l) => l.msg === 'request' && l.route === '/api/uploads', 10_000, from)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(logs.matching((l) => l.msg === 'request' && l.route === '/api/uploads', from).length, 1, 'one line')
+  t.equal(line.status, 499)
+  t.equal(await counted(labels) - before, 1, 'one count')
+})
+
 /** Writes `bytes` on a raw HTTP/1.1 connection and nothing more; resolves with what the server answered. */
 async function stallAfter (bytes: string): Promise<string> {
   return await new Promise((resolve) => {

@@ -111,7 +111,7 @@ export function createRequestEnds (): RequestEnds {
     const raw = request.raw
     if (inFlight.get(raw.socket) === raw) inFlight.delete(raw.socket)
     const edgeStatus = refusedByEdge.get(raw)
-    const abandoned = edgeStatus === undefined && !answered(reply.raw)
+    const abandoned = edgeStatus === undefined && !answered(raw, reply.raw)
     const status = edgeStatus ?? (abandoned ? CLIENT_CLOSED : reply.statusCode)
     // A path under the gateway that names no method has no route, but the gateway answered it.
     const transport = request.routeOptions.config.admission?.transport ?? (request.rpcOutcome === undefined ? 'none' : 'rpc')
@@ -155,8 +155,9 @@ export function createRequestEnds (): RequestEnds {
 }
 
 /** Whether the server ended the response (all of it written, or at least handed to the socket). */
-function answered (response: ServerResponse | Http2ServerResponse): boolean {
+function answered (raw: IncomingMessage | Http2ServerRequest, response: ServerResponse | Http2ServerResponse): boolean {
   if (response.writableEnded) return true
   // An answer written on the HTTP/2 stream itself (a gRPC trailers-only refusal: src/rpc/grpc-refusal.ts).
-  return 'stream' in response && response.stream !== null && response.stream.writableEnded
+  // A reset stream's writable side ends too, but then the request is `aborted`.
+  return 'stream' in raw && raw.stream.writableEnded && !raw.aborted
 }
