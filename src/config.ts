@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path'
 import { proxyTrust } from './http/client-ip.js'
 import type { HttpTimeouts } from './http/listener.js'
 import type { StorageConfig } from './infra/storage.js'
+import { packageVersion } from './infra/package-version.js'
 import { tracingConfigured } from './infra/tracing.js'
 
 export type Expose = 'all' | 'public' | 'internal'
@@ -66,8 +67,10 @@ export interface Config {
   /** Plain Connect unary calls take the gateway's own routes (src/rpc/README.md); false: every call
    *  goes through @connectrpc/connect-fastify. */
   readonly rpcPlainUnary: boolean
-  /** Where `GET /metrics` (Prometheus text) is served, on HOST: never the public port; undefined: no metrics. */
+  /** Where `GET /metrics` (Prometheus text) is served: never the public port; undefined: no metrics. */
   readonly metricsPort: number | undefined
+  /** The address the metrics listener binds (METRICS_HOST): loopback unless an operator opens it. */
+  readonly metricsHost: string
   /** Traces are exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ form) is set
    *  and OTEL_SDK_DISABLED is not `true`; the SDK reads its own variables (src/infra/tracing.ts). */
   readonly tracing: boolean
@@ -255,19 +258,6 @@ function storage (env: Env, dataDir: string): StorageConfig {
   }
 }
 
-/** Read from the project's package.json (above src/, or above dist/src/ when built), so `node
- *  dist/src/server.js` knows it without npm. */
-function packageVersion (): string {
-  const candidates = [join(import.meta.dirname, '..', 'package.json'), join(import.meta.dirname, '..', '..', 'package.json')]
-  const file = candidates.find((path) => existsSync(path)) ?? candidates[0]!
-  try {
-    const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }
-    return typeof version === 'string' ? version : '0.0.0'
-  } catch {
-    return '0.0.0'
-  }
-}
-
 /** Outside production the secret is generated once and kept in DATA_DIR, so sessions survive restarts. */
 function jwtSecret (env: Env, nodeEnv: NodeEnv, dataDir: string): string {
   const raw = text(env, 'JWT_SECRET')
@@ -350,6 +340,8 @@ export function loadConfig (env: Env = process.env): Config {
     uploadQuotaBytes: integer(env, 'UPLOAD_QUOTA_BYTES', GiB, 1, Number.MAX_SAFE_INTEGER),
     rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true',
     metricsPort: text(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535),
+    // Not HOST: the public address would publish the metrics to every client (DECISIONS §17).
+    metricsHost: text(env, 'METRICS_HOST') ?? '127.0.0.1',
     tracing: tracingConfigured(env)
   }
   if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {

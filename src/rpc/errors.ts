@@ -14,6 +14,7 @@ import { AppError, asAppError, PayloadTooLargeError, type ErrorKind } from '../c
 import type { EdgeRefusal, RefusalWriter } from '../http/refusals.js'
 import { BadRequestSchema } from '../gen/google/rpc/error_details_pb.js'
 import { isGrpcCall, sendGrpcRefusal } from './grpc-refusal.js'
+import { noteRpcOutcome } from './outcome.js'
 
 /** What the gateway refuses by itself, before or beside any operation. */
 export type RpcRefusal =
@@ -117,6 +118,7 @@ export function installRpcErrorReplies (app: FastifyInstance): void {
   app.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0] ?? ''
     const message = `No procedure ${request.method} ${path}`
+    noteRpcOutcome(request, CODE.no_procedure, 404)
     if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, rpcRefusal('no_procedure', message))
     return await reply.code(404).send(refusalJson('no_procedure', message))
   })
@@ -132,6 +134,7 @@ export function installRpcErrorReplies (app: FastifyInstance): void {
     } else {
       request.log.error({ err: error }, 'unhandled error')
     }
+    noteRpcOutcome(request, CODE[refusal], refusal === 'internal' ? 500 : status)
     if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, rpcRefusal(refusal, message))
     return await reply.code(refusal === 'internal' ? 500 : status).send(refusalJson(refusal, message))
   })

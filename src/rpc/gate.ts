@@ -9,6 +9,7 @@ import type { Core } from '../core/index.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { connectErrorReply, toConnectError } from './errors.js'
 import { isGrpcCall, sendGrpcRefusal } from './grpc-refusal.js'
+import { noteRpcOutcome } from './outcome.js'
 
 /** `/rpc/app.rooms.v1.RoomsService/GetRoom` → `rooms.getRoom` (src/core/operations.ts). */
 export function operationOfPath (path: string): string | undefined {
@@ -20,6 +21,7 @@ export function operationOfPath (path: string): string | undefined {
 
 async function refuse (request: FastifyRequest, reply: FastifyReply, refusal: AppError): Promise<FastifyReply> {
   const error = toConnectError(refusal, () => {})
+  noteRpcOutcome(request, error.code)
   if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, error)
   error.metadata.forEach((value, name) => { void reply.header(name, value) })
   const { status, body } = connectErrorReply(error)

@@ -35,6 +35,7 @@ import { actorKey } from './context.js'
 import { clampDeadlines } from './deadlines.js'
 import { installRpcErrorReplies } from './errors.js'
 import { encodeProtobufStringsWithBuffer } from './text-encoding.js'
+import { callRequestKey, observeOutcomes } from './outcome.js'
 
 /** Where the gateway is served: every procedure is `/rpc/<package>.<Service>/<Method>`. */
 export const RPC_PREFIX = '/rpc'
@@ -113,6 +114,8 @@ export async function serveRpcServices (app: FastifyInstance, services: readonly
     // Every method the router serves has its request bodies checked, each against its service's limit.
     const limits = new Map(services.map((s) => [s.spec.service.typeName, s.readMaxBytes ?? RPC_READ_MAX_BYTES]))
     checkRequestBodies(router.handlers, (service) => limits.get(service) ?? RPC_READ_MAX_BYTES)
+    // Each reply's gRPC / Connect code is noted on its request (the access line, metrics, span).
+    observeOutcomes(router.handlers)
   }
 
   // Calls in flight when the server closes get a grace period to finish, then are aborted. This is
@@ -134,7 +137,7 @@ export async function serveRpcServices (app: FastifyInstance, services: readonly
     acceptCompression: [compressionGzip, compressionBrotli],
     shutdownSignal: shutdown.signal
   }
-  const { contextValues } = options
+  const contextValues = (request: FastifyRequest): ContextValues => options.contextValues(request).set(callRequestKey, request)
 
   // Plain Connect unary calls take the routes of connect-unary.ts; the rest goes to connect-fastify.
   if (options.plainUnary) await connectUnaryRoutes(app, { services, connect, contextValues })

@@ -18,6 +18,7 @@ import {
   ACCESS_TOKEN_TTL_MS, COOKIE_SESSION_TTL_MS, DELETION_TOKEN_TTL_MS, LINK_TTL_MS, POLL_GRACE_MS, REFRESH_TOKEN_TTL_MS,
   PingInput, PollInput, RefreshInput, RequestLoginInput, TokenInput, type LoginPoll, type TokenPair
 } from './auth.types.js'
+import { logThrottled } from '../../infra/throttled-log.js'
 
 const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
@@ -31,7 +32,7 @@ export function createAuth (deps: CoreDeps) {
       const rows = await repo.findSessionsWithUsers(db, ids)
       return new Map(rows.map((row) => [row.session_id, { userId: row.id, expiresAt: row.expires_at, revokedAt: row.revoked_at, user: toUser(row), suspended: row.suspended_at !== null }]))
     },
-    onRefreshError: (error) => { log.warn({ err: error }, 'session cache: renewing sessions failed; they are read again when they expire') }
+    onRefreshError: (error) => { logThrottled(log, 'warn', 'session cache: renewing sessions failed; they are read again when they expire', { err: error }) }
   })
   sessionSignals.listen({
     // Sent once the revocation committed: refused here from now on without asking the database.

@@ -12,6 +12,7 @@ import { sql } from 'kysely'
 import type { CoreDeps } from '../deps.js'
 import { keysInUse } from './uploads.repository.js'
 import { removeStoredFiles } from './uploads.js'
+import { logThrottled } from '../../infra/throttled-log.js'
 
 /** Bytes younger than this are never swept. */
 export const SWEEP_GRACE_MS = 3600_000
@@ -76,7 +77,7 @@ export function startUploadSweeps (deps: SweepDeps): { stop: () => Promise<void>
   const run = (): void => {
     if (running !== undefined || stopped) return
     running = sweepUnreferencedBytes(deps, { stopped: () => stopped })
-      .catch((error: unknown) => { deps.log.warn({ err: error }, 'storage: sweeping unreferenced bytes failed') })
+      .catch((error: unknown) => { logThrottled(deps.log, 'warn', 'storage: sweeping unreferenced bytes failed', { err: error }) })
       .finally(() => { running = undefined })
   }
   const first = setTimeout(run, FIRST_CHECK_MS)
