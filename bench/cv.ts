@@ -110,7 +110,7 @@ for (let round = 1; round <= rounds; round++) {
 }
 
 // 3. Bombs: time to the refusal and peak RSS meanwhile.
-for (const [name, build] of [['zip-bomb cv.docx', () => zipBombDocx()], ['deflate-bomb cv.pdf', async () => await pdfBomb(1024)]] as const) {
+for (const [name, build] of [['zip-bomb cv.docx', () => zipBombDocx()], ['deflate-bomb cv.pdf', async () => pdfBomb(1024)]] as const) {
   const file = await build()
   globalThis.gc?.()
   const rest = process.memoryUsage().rss
