@@ -54,7 +54,7 @@ export interface Config {
   /** On SIGTERM, how long the instance serves on with /health answering 503 `draining` before the
    *  listener closes, so load balancers stop sending to it first (src/server.ts). */
   readonly shutdownDelayMs: number
-  /** Worker threads for CPU-heavy work (src/compute): layouts now, CV parsing later. */
+  /** Worker threads for CPU-heavy work (src/compute), and as many CV parser processes. */
   readonly computeThreads: number
   /** Tasks that may wait for a thread; past that a task is refused with 503 / `unavailable`. */
   readonly computeQueue: number

@@ -185,15 +185,16 @@ export function createChildPool<Input, Output> (options: ChildPoolOptions): Chil
     slot.child = child
     child.stderr?.setEncoding('utf8')
     child.stderr?.on('data', (chunk: string) => { slot.stderr = (slot.stderr + chunk).slice(-4000) })
-    // Parsing may wait when the event loop and the database want the CPU (Linux: the process's nice).
-    try {
-      if (child.pid !== undefined) setPriority(child.pid, 10)
-    } catch {}
     const readyTimer = setTimeout(() => { if (slot.child === child && slot.state === 'starting') startFailed(slot, `not ready within ${READY_TIMEOUT_MS / 1000} s`) }, READY_TIMEOUT_MS)
     child.on('message', (message: ChildMessage<Output>) => {
       if (slot.child !== child) return
       if ('ready' in message) {
         clearTimeout(readyTimer)
+        // Parsing may wait when the event loop and the database want the CPU (Linux: the nice of the
+        // thread that parses); the start itself ran at normal priority, not to make a parse wait.
+        try {
+          if (child.pid !== undefined) setPriority(child.pid, 10)
+        } catch {}
         limit(slot, child).then(() => {
           if (slot.child !== child) return
           slot.state = 'idle'
