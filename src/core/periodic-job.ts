@@ -1,0 +1,30 @@
+// Background work an instance runs now and then (the upload sweep, finishing stopped account
+// deletions): once after `firstMs`, then every `everyMs`, never two runs at once; `stop` ends it and
+// waits for a run under way (on close, before the database closes). A run that fails is logged and
+// tried again at the next tick.
+import type { Logger } from '../infra/logger.js'
+
+export interface PeriodicJob { stop: () => Promise<void> }
+
+export function startPeriodicJob (options: { firstMs: number, everyMs: number, log: Logger, failure: string }, run: (stopped: () => boolean) => Promise<unknown>): PeriodicJob {
+  let stopped = false
+  let running: Promise<unknown> | undefined
+  const tick = (): void => {
+    if (running !== undefined || stopped) return
+    running = run(() => stopped)
+      .catch((error: unknown) => { options.log.warn({ err: error }, options.failure) })
+      .finally(() => { running = undefined })
+  }
+  const first = setTimeout(tick, options.firstMs)
+  const every = setInterval(tick, options.everyMs)
+  first.unref()
+  every.unref()
+  return {
+    stop: async () => {
+      stopped = true
+      clearTimeout(first)
+      clearInterval(every)
+      await running
+    }
+  }
+}
