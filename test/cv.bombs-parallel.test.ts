@@ -42,10 +42,14 @@ t.test('five bombs at once: all refused, /health and a room read answered meanwh
   const { result, growth } = await rssGrowth(async () => await Promise.all(files.map(async (file) => await postCv(s.url, bomber.cookie, file))))
   state.running = false
   await meanwhile
-  t.same(result.map((r) => r.status), [400, 400, 400, 400, 400], 'every bomb refused')
-  t.ok(result.every((r) => r.body.error === 'UnreadableFile'))
+  // Each bomb is refused: 400 UnreadableFile once its parser ran past the limit, or, on a machine
+  // too crowded to start a parser within 10 s, 503 busy; never accepted, never a 500.
+  const refused = result.filter((r) => r.status === 400 && r.body.error === 'UnreadableFile')
+  const busy = result.filter((r) => r.status === 503 && /the service is busy/.test(String(r.body.message)))
+  t.equal(refused.length + busy.length, 5, `every bomb refused (${result.map((r) => r.status).join(', ')})`)
+  t.ok(refused.length >= 1, `${refused.length} of them parsed past the limit at once`)
   t.ok(others.length >= 4, `${others.length / 2} rounds of /health and a room read while the bombs were parsed`)
-  t.ok(others.every((status) => status === 200), 'each answered 200')
+  t.same(others.filter((status) => status !== 200), [], 'each answered 200')
   t.ok(growth <= FIVE_BOMBS_GROWTH, `this process grew by ${mib(growth)} (at most ${mib(FIVE_BOMBS_GROWTH)})`)
 })
 

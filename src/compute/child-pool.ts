@@ -68,7 +68,7 @@ export function childModule (name: string): string {
   return fileURLToPath(new URL(`./${name}${extension}`, import.meta.url))
 }
 
-/** The task's input is gone once a child took it: a child that died had it. */
+/** A task waiting for a child, or run by one. */
 interface Task<Input, Output> {
   input: Input
   submittedAt: number
