@@ -55,10 +55,13 @@ export interface Config {
   /** On SIGTERM, how long the instance serves on with /health answering 503 `draining` before the
    *  listener closes, so load balancers stop sending to it first (src/server.ts). */
   readonly shutdownDelayMs: number
-  /** Worker threads for CPU-heavy work (src/compute): layouts now, CV parsing later. */
+  /** Worker threads for CPU-heavy work (src/compute), and as many CV parser processes. */
   readonly computeThreads: number
   /** Tasks that may wait for a thread; past that a task is refused with 503 / `unavailable`. */
   readonly computeQueue: number
+  /** What one CV parse may use in all (heap, buffers, unpacked streams), in MiB: each parser child
+   *  process runs under this limit (src/compute/child-pool.ts, DECISIONS §17). */
+  readonly cvParseMemoryMb: number
   /** Where uploads are kept: DATA_DIR/uploads, or an S3-compatible bucket when S3_BUCKET is set. */
   readonly storage: StorageConfig
   /** What one user's uploads may weigh in all (DECISIONS §16); an upload that would pass it is 413
@@ -336,6 +339,8 @@ export function loadConfig (env: Env = process.env): Config {
     // A few tasks per thread absorb a burst; a longer queue would only make callers wait for
     // answers they may have given up on.
     computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000),
+    // Below 128 MiB the parser's own code (PDF.js, mammoth) leaves a file too little to be read in.
+    cvParseMemoryMb: integer(env, 'CV_PARSE_MEMORY_MB', 256, 128, 16_384),
     storage: storage(env, dataDir),
     uploadQuotaBytes: integer(env, 'UPLOAD_QUOTA_BYTES', GiB, 1, Number.MAX_SAFE_INTEGER),
     rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true',

@@ -8151,7 +8151,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `ValidationError`: `details` names each invalid field; `BadRequest`: the request could not be read (malformed JSON, path or form) */
+            /** @description `ValidationError`: `details` names each invalid field; `BadRequest`: the request could not be read (malformed JSON, path or form); `UnreadableFile`: the file is damaged, encrypted, of an unsupported type, or too complex to parse within its memory and time bounds */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -12288,7 +12288,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `ValidationError`: `details` names each invalid field; `BadRequest`: the request could not be read (malformed JSON, path or form) */
+            /** @description `ValidationError`: `details` names each invalid field; `BadRequest`: the request could not be read (malformed JSON, path or form); `UnreadableFile`: the file is damaged, encrypted, of an unsupported type, or too complex to parse within its memory and time bounds */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

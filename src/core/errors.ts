@@ -5,6 +5,7 @@ import { DatabaseUnavailableError } from '../db/outage-errors.js'
 
 export type ErrorKind =
   | 'validation' // bad input; carries one violation per offending field
+  | 'unreadable_file' // a file whose content cannot be read (a CV that is encrypted, damaged, a bomb, past its parse's memory or time); names the field
   | 'invalid_token' // a link, refresh or deletion token that is unknown, used or expired
   | 'unauthenticated'
   | 'session_expired'
@@ -42,6 +43,12 @@ export class AppError extends Error {
 
 export function validationError (field: string, description: string): AppError {
   return new AppError('validation', `${field}: ${description}`, [{ field, description }])
+}
+
+/** A file the service cannot read (DECISIONS §17): REST 400 `UnreadableFile`, RPC INVALID_ARGUMENT,
+ *  naming the field that carried it. */
+export function unreadableFile (field: string, description: string): AppError {
+  return new AppError('unreadable_file', `${field}: ${description}`, [{ field, description }])
 }
 
 export function notFound (what: string): AppError {

@@ -114,14 +114,14 @@ export const OPERATIONS = {
 
   'passport.getPassport': requiredIn('read', 'not_found'),
   'passport.updatePassport': requiredIn('write'),
-  'passport.importCV': requiredIn('expensive', 'not_found', 'limit_reached'),
+  'passport.importCV': requiredIn('expensive', 'not_found', 'limit_reached', 'unreadable_file'),
   'passport.addSkill': requiredIn('write', 'not_found', 'conflict', 'limit_reached'),
   'passport.removeSkill': requiredIn('write'),
   'passport.addExperience': requiredIn('write', 'not_found', 'limit_reached'),
   'passport.updateExperience': requiredIn('write'),
   'passport.deleteExperience': requiredIn('write'),
   /** REST only (DECISIONS §10): `POST /api/cv/parse`, a CV's preview; parsing is CPU-heavy. */
-  'passport.parseCV': requiredIn('expensive'),
+  'passport.parseCV': requiredIn('expensive', 'unreadable_file'),
 
   'rtc.generateToken': requiredIn('exempt', 'not_found', 'conflict', 'not_configured'),
   'rtc.getConfig': requiredIn('read'),

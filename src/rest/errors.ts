@@ -12,6 +12,7 @@ export type HttpRefusal = 'bad_request' | 'route_not_found' | 'method_not_allowe
 
 const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }> = {
   validation: { status: 400, error: 'ValidationError' },
+  unreadable_file: { status: 400, error: 'UnreadableFile' },
   invalid_token: { status: 400, error: 'InvalidToken' },
   unauthenticated: { status: 401, error: 'Unauthorized' },
   session_expired: { status: 401, error: 'Session expired' },

@@ -42,6 +42,7 @@ const WHY: Record<Refusal, string> = {
   stale_version: '`PreconditionFailed`: If-Match names a version that is no longer current; reload and retry',
   limit_reached: '`LimitReached`: a documented bound on how many may exist',
   quota_exceeded: '`QuotaExceeded`: your storage quota is used up',
+  unreadable_file: '`UnreadableFile`: the file is damaged, encrypted, of an unsupported type, or too complex to parse within its memory and time bounds',
   idempotency_mismatch: '`IdempotencyKeyReused`: this Idempotency-Key came with another request',
   rate_limited: '`Rate limit exceeded`: see Retry-After',
   unavailable: '`ServiceUnavailable`: a dependency is down or the service is busy; retry after Retry-After',

@@ -27,6 +27,7 @@ export type RpcRefusal =
 
 const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   validation: Code.InvalidArgument,
+  unreadable_file: Code.InvalidArgument,
   invalid_token: Code.InvalidArgument,
   unauthenticated: Code.Unauthenticated,
   session_expired: Code.Unauthenticated,

@@ -10,9 +10,9 @@
 // sweeps per period, and any bytes a sweep finds are at most a period plus the grace old.
 import { sql } from 'kysely'
 import type { CoreDeps } from '../deps.js'
+import { startPeriodicJob, type PeriodicJob } from '../periodic-job.js'
 import { keysInUse } from './uploads.repository.js'
 import { removeStoredFiles } from './uploads.js'
-import { logThrottled } from '../../infra/throttled-log.js'
 
 /** Bytes younger than this are never swept. */
 export const SWEEP_GRACE_MS = 3600_000
@@ -71,25 +71,7 @@ export async function sweepUnreferencedBytes (deps: SweepDeps, options: { force?
 
 /** Checks hourly on this instance whether the sweep is due; `stop` ends it and waits for a sweep
  *  under way to finish its batch (on close, before the database closes). */
-export function startUploadSweeps (deps: SweepDeps): { stop: () => Promise<void> } {
-  let stopped = false
-  let running: Promise<unknown> | undefined
-  const run = (): void => {
-    if (running !== undefined || stopped) return
-    running = sweepUnreferencedBytes(deps, { stopped: () => stopped })
-      .catch((error: unknown) => { logThrottled(deps.log, 'warn', 'storage: sweeping unreferenced bytes failed', { err: error }) })
-      .finally(() => { running = undefined })
-  }
-  const first = setTimeout(run, FIRST_CHECK_MS)
-  const every = setInterval(run, CHECK_EVERY_MS)
-  first.unref()
-  every.unref()
-  return {
-    stop: async () => {
-      stopped = true
-      clearTimeout(first)
-      clearInterval(every)
-      await running
-    }
-  }
+export function startUploadSweeps (deps: SweepDeps): PeriodicJob {
+  return startPeriodicJob({ firstMs: FIRST_CHECK_MS, everyMs: CHECK_EVERY_MS, log: deps.log, failure: 'storage: sweeping unreferenced bytes failed' },
+    async (stopped) => await sweepUnreferencedBytes(deps, { stopped }))
 }
