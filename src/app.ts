@@ -81,6 +81,8 @@ export interface BuildOptions {
   accessLineFields?: AccessLineFields
   /** Tests only: shorter JWKS timeouts and refetch cooldowns than the production defaults. */
   jwksTiming?: Partial<JwksTiming>
+  /** Tests only: fewer grpc.health.v1 Watch calls open at once than the production bound (src/rpc/health.service.ts). */
+  maxHealthWatches?: number
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -266,6 +268,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   watchForFailures(app, health)
   await app.register(healthRoute(health, () => draining))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
-  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter, health: { monitor: health, draining: () => draining } })
+  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter, health: { monitor: health, draining: () => draining, maxWatches: options.maxHealthWatches } })
   return app
 }

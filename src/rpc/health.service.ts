@@ -30,7 +30,7 @@ export interface HealthServiceOptions extends HealthSource {
   /** The service names that report the server's state (besides the empty name). */
   services: readonly string[]
   /** Tests lower it. */
-  maxWatches?: number
+  maxWatches?: number | undefined
 }
 
 export interface HealthService {

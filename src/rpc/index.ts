@@ -64,8 +64,9 @@ export interface RpcOptions {
   config: Config
   /** Absent only when the app is built without a limiter (benchmark baseline). */
   limiter?: Limiter | undefined
-  /** What grpc.health.v1.Health reports: the /health report, and whether the instance is leaving. */
-  health: HealthSource
+  /** What grpc.health.v1.Health reports: the /health report, and whether the instance is leaving;
+   *  and how many Watch calls may be open at once (tests lower it). */
+  health: HealthSource & { maxWatches?: number | undefined }
 }
 
 export async function rpcGateway (app: FastifyInstance, { core, config, limiter, health }: RpcOptions): Promise<void> {
