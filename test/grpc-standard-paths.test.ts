@@ -198,3 +198,11 @@ t.test('a server process: Check says SERVING, then NOT_SERVING from SIGTERM on w
   t.equal(statusOf(during), Status.NOT_SERVING, 'NOT_SERVING while draining')
   t.equal(await server.exited, 0, 'then the process exits')
 })
+
+t.test('EXPOSE=internal serves no RPC: a gRPC call at a standard path is REST\'s 404', async (t) => {
+  const internal = await startApp({ EXPOSE: 'internal' })
+  t.teardown(internal.close)
+  const reply = await internal.app.inject({ method: 'POST', url: '/grpc.health.v1.Health/Check', headers: { 'content-type': 'application/grpc' }, payload: Buffer.alloc(5) })
+  t.equal(reply.statusCode, 404)
+  t.match(reply.json(), { error: String, message: String }, 'in the REST envelope')
+})

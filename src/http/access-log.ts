@@ -23,7 +23,8 @@ export function accessLine (request: FastifyRequest, reply: FastifyReply, extraF
     method: request.method,
     // The route's pattern (`/api/rooms/:roomId`), so lines group by route; none for an unknown path.
     route: request.routeOptions.url,
-    url: redactUrl(request.url),
+    // What the client sent (a gRPC call at a standard path is routed under /rpc: src/rpc/standard-paths.ts).
+    url: redactUrl(request.originalUrl),
     status: reply.statusCode,
     ms: Math.round(reply.elapsedTime * 100) / 100,
     userId: request.actor?.userId,
