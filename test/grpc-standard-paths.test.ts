@@ -1,13 +1,12 @@
 // gRPC at the paths every gRPC tool uses (DECISIONS §17), checked with clients we did not write:
 // Python grpcio (the C-core stack, test/helpers/grpcio_client.py) calls `/<package>.<Service>/<Method>`
 // with no /rpc prefix and gets the gateway's gate, answers and trailers-only refusals; the
-// grpc.health.v1 Health service reports the /health state (SERVING, then NOT_SERVING from SIGTERM
-// on, in a server process); Watch sees the change and ends on close; server reflection (v1 and
-// v1alpha) lists every service and describes one, with the files it imports. Connect and gRPC-Web
+// grpc.health.v1 Health service's Check reports the /health state (over time, with Watch and a
+// draining process: test/grpc-health.test.ts); server reflection (v1 and v1alpha) lists every service
+// and describes one, with the files it imports. Connect and gRPC-Web
 // calls at those paths work too, and REST's unknown paths keep their 404 in the REST envelope.
 import t from 'tap'
 import { execFile, spawnSync } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf'
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt'
@@ -21,9 +20,8 @@ import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as 
 import * as v1 from '../src/gen/grpc/reflection/v1/reflection_pb.js'
 import * as v1alpha from '../src/gen/grpc/reflection/v1alpha/reflection_pb.js'
 import { GRPC_SERVICES, RPC_SERVICES } from '../src/rpc/index.js'
-import { startApp, type TestApp } from './helpers/app.js'
+import { startApp } from './helpers/app.js'
 import { signInWithRpc } from './helpers/sign-in.js'
-import { startServer } from './helpers/server-process.js'
 
 const PYTHON = '/usr/bin/python3'
 const CLIENT = join(import.meta.dirname, 'helpers', 'grpcio_client.py')
@@ -145,6 +143,14 @@ t.test('Connect, gRPC and gRPC-Web clients at the standard paths, HTTP/1.1 and h
   }
 })
 
+t.test('a browser\'s CORS preflight at a standard path is answered as under /rpc (any origin)', async (t) => {
+  const headers = { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-grpc-web' }
+  const [standard, prefixed] = await Promise.all(['/app.auth.v1.AuthService/Ping', '/rpc/app.auth.v1.AuthService/Ping'].map(async (url) => await app.app.inject({ method: 'OPTIONS', url, headers })))
+  t.equal(standard?.statusCode, 204)
+  t.equal(standard?.headers['access-control-allow-origin'], '*')
+  t.same([standard?.statusCode, standard?.headers['access-control-allow-headers']], [prefixed?.statusCode, prefixed?.headers['access-control-allow-headers']], 'the same answer')
+})
+
 t.test('REST keeps its 404 for every other request: a browser\'s GET at such a path, other content types, other paths', async (t) => {
   const cases: Array<[string, string, Record<string, string>]> = [
     ['GET', '/app.auth.v1.AuthService/Ping', {}],
@@ -158,45 +164,6 @@ t.test('REST keeps its 404 for every other request: a browser\'s GET at such a p
     t.equal(reply.statusCode, 404, `${method} ${url} ${headers['content-type'] ?? ''}`)
     t.match(reply.json(), { error: String, message: String }, 'in the REST envelope')
   }
-})
-
-t.test('Watch: the state at once, each change (drain: NOT_SERVING), the end on close; SERVICE_UNKNOWN for another name; at most the bound open at once', async (t) => {
-  // An instance of its own: this one is drained and closed.
-  const own: TestApp = await startApp({}, { maxHealthWatches: 2 })
-  t.teardown(own.close)
-  const health = createClient(Health, createGrpcTransport({ baseUrl: own.url }))
-  const watch = health.watch({ service: 'app.rooms.v1.RoomsService' })[Symbol.asyncIterator]()
-  const unknown = health.watch({ service: 'no.such.v1.Service' })[Symbol.asyncIterator]()
-  t.equal((await watch.next()).value?.status, Status.SERVING, 'SERVING at once')
-  t.equal((await unknown.next()).value?.status, Status.SERVICE_UNKNOWN, 'an unknown name: SERVICE_UNKNOWN, the call kept open')
-
-  const third = await health.watch({})[Symbol.asyncIterator]().next().catch((error: unknown) => ConnectError.from(error))
-  t.equal(third instanceof ConnectError ? third.code : undefined, Code.ResourceExhausted, 'past the bound (2 here): RESOURCE_EXHAUSTED')
-
-  own.app.drain()
-  t.equal((await watch.next()).value?.status, Status.NOT_SERVING, 'draining: NOT_SERVING')
-  const closed = own.close()
-  t.same(await watch.next(), { done: true, value: undefined }, 'the server closes: the call ends')
-  t.same(await unknown.next(), { done: true, value: undefined }, 'every Watch ends')
-  await closed
-})
-
-t.test('a server process: Check says SERVING, then NOT_SERVING from SIGTERM on while it still serves (SHUTDOWN_DELAY_MS)', { skip: noGrpcio }, async (t) => {
-  const delayMs = 3_000
-  const server = await startServer({ SHUTDOWN_DELAY_MS: String(delayMs), TRUST_PROXY: '127.0.0.1', RATE_LIMIT_KEY_PREFIX: `test-${randomUUID()}:` }, ['--import=tsx', 'src/server.ts'])
-  t.teardown(() => { server.child.kill('SIGKILL') })
-  const address = addressOf(server.url)
-  const [before] = await grpcioCalls(address, [check('')]) as [Outcome]
-  t.equal(statusOf(before), Status.SERVING, 'before the signal')
-
-  const signalled = Date.now()
-  server.child.kill('SIGTERM')
-  let during: Outcome
-  do [during] = await grpcioCalls(address, [check(''), check('app.auth.v1.AuthService')]) as [Outcome, Outcome]
-  while (during.code === 'OK' && statusOf(during) === Status.SERVING && Date.now() - signalled < delayMs / 2)
-  t.equal(during.code, 'OK', 'still answering')
-  t.equal(statusOf(during), Status.NOT_SERVING, 'NOT_SERVING while draining')
-  t.equal(await server.exited, 0, 'then the process exits')
 })
 
 t.test('EXPOSE=internal serves no RPC: a gRPC call at a standard path is REST\'s 404', async (t) => {
