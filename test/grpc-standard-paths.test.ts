@@ -143,6 +143,26 @@ t.test('Connect, gRPC and gRPC-Web clients at the standard paths, HTTP/1.1 and h
   }
 })
 
+t.test('reflection answers each request while the client keeps its side of the stream open (as grpc-go and grpcurl do)', async (t) => {
+  const reflection = createClient(v1.ServerReflection, createGrpcTransport({ baseUrl: app.url }))
+  let answered: () => void = () => {}
+  const symbols = ['app.rooms.v1.RoomsService', 'grpc.health.v1.Health']
+  // The next request is sent only once the previous one has its answer: the client's side stays open.
+  async function * requests (): AsyncGenerator<MessageInitShape<typeof v1.ServerReflectionRequestSchema>> {
+    for (const symbol of symbols) {
+      const next = new Promise<void>((resolve) => { answered = resolve })
+      yield { messageRequest: { case: 'fileContainingSymbol', value: symbol } }
+      await next
+    }
+  }
+  const files: string[] = []
+  for await (const answer of reflection.serverReflectionInfo(requests())) {
+    if (answer.messageResponse.case === 'fileDescriptorResponse') files.push(fromBinary(FileDescriptorProtoSchema, answer.messageResponse.value.fileDescriptorProto[0] ?? new Uint8Array()).name ?? '')
+    answered()
+  }
+  t.same(files, ['app/rooms/v1/rooms.proto', 'grpc/health/v1/health.proto'])
+})
+
 t.test('a browser\'s CORS preflight at a standard path is answered as under /rpc (any origin)', async (t) => {
   const headers = { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-grpc-web' }
   const [standard, prefixed] = await Promise.all(['/app.auth.v1.AuthService/Ping', '/rpc/app.auth.v1.AuthService/Ping'].map(async (url) => await app.app.inject({ method: 'OPTIONS', url, headers })))
