@@ -6,7 +6,7 @@
 // Go toolchain or libraries are absent (CI installs them).
 import t from 'tap'
 import { execFile, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -32,8 +32,10 @@ interface Summary {
 }
 
 t.test('clients/go: generated, built and run against the service at the standard paths', { skip }, async (t) => {
-  const binary = join(mkdtempSync(join(tmpdir(), 'canvas-go-client-')), 'canvas-go-client')
-  await promisify(execFile)('bash', [join(import.meta.dirname, '..', 'clients', 'go', 'build.sh'), binary], { timeout: 600_000 })
+  const work = mkdtempSync(join(tmpdir(), 'canvas-go-client-'))
+  t.teardown(() => { rmSync(work, { recursive: true, force: true }) })
+  const binary = join(work, 'canvas-go-client')
+  await promisify(execFile)('bash', [join(import.meta.dirname, '..', 'clients', 'go', 'build.sh'), binary, join(work, 'gopath')], { timeout: 600_000 })
 
   const app = await startApp()
   t.teardown(app.close)
