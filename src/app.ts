@@ -38,6 +38,7 @@ import { restApi } from './rest/index.js'
 import { rpcRefusalWriter } from './rpc/errors.js'
 import { registerOpenApi } from './rest/openapi.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
+import { standardPathRewrite } from './rpc/standard-paths.js'
 import { redactUrl } from './infra/redact.js'
 import { createJwksCache, DEFAULT_JWKS_TIMING, type JwksTiming } from './infra/jwks-cache.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
@@ -83,6 +84,8 @@ export interface BuildOptions {
   accessLineFields?: AccessLineFields
   /** Tests only: shorter JWKS timeouts and refetch cooldowns than the production defaults. */
   jwksTiming?: Partial<JwksTiming>
+  /** Tests only: fewer grpc.health.v1 Watch calls open at once than the production bound (src/rpc/health.service.ts). */
+  maxHealthWatches?: number
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -108,6 +111,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     frameworkErrors: frameworkErrorAnswer(refusals, ends),
+    // gRPC calls at `/<package>.<Service>/<Method>` are the gateway's too (src/rpc/standard-paths.ts).
+    ...(config.expose === 'internal' ? {} : { rewriteUrl: standardPathRewrite(RPC_PREFIX) }),
     // HTTP/1.1 and HTTP/2 on one port, with the timeouts and the draining close of src/http/listener.ts.
     serverFactory: (handler) => createListener(handler as RequestHandler, { timeouts: config.http, tls: config.tls, drainMs: DRAIN_MS, refuse: refusals.rest }) as Server,
     // Only names the scheme of the addresses Fastify logs and returns: the listener above serves TLS.
@@ -278,6 +283,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   watchForFailures(app, health)
   await app.register(healthRoute(health, () => draining))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
-  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter })
+  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter, health: { monitor: health, draining: () => draining, maxWatches: options.maxHealthWatches } })
   return app
 }

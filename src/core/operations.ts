@@ -54,7 +54,12 @@ export function accessOn (policy: OperationPolicy, transport: Transport): Access
 }
 
 export const OPERATIONS = {
+  /** `GET /health`, and gRPC's `grpc.health.v1.Health/Check`, which reports the same state. */
   'health.check': publicIn('exempt'),
+  /** RPC only: `grpc.health.v1.Health/Watch`, the same state as it changes (DECISIONS §17). */
+  'health.watch': publicIn('exempt'),
+  /** RPC only: gRPC server reflection, v1 and v1alpha (DECISIONS §17): what `grpcurl list` reads. */
+  'reflection.serverReflectionInfo': publicIn('exempt'),
 
   'auth.requestLogin': publicIn('strict'),
   'auth.pollLoginStatus': publicIn('standard', 'invalid_token'),

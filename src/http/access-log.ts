@@ -28,7 +28,8 @@ export function accessLine ({ request, reply, status, ms, rpc, remoteAddress }: 
     method: request.method,
     // The route's pattern (`/api/rooms/:roomId`), so lines group by route; none for an unknown path.
     route: request.routeOptions.url,
-    url: redactUrl(request.url),
+    // What the client sent (a gRPC call at a standard path is routed under /rpc: src/rpc/standard-paths.ts).
+    url: redactUrl(request.originalUrl),
     status,
     // An RPC call's outcome: its gRPC / Connect code (a gRPC error travels with status 200).
     code: rpc?.code,

@@ -106,7 +106,7 @@ function deferEnd (span: Span): RequestSpan {
 
 function startAttributes (span: Span, request: FastifyRequest): void {
   const route = request.routeOptions.url
-  const [path = '', query] = redactUrl(request.url).split(/\?(.*)/s)
+  const [path = '', query] = redactUrl(request.originalUrl).split(/\?(.*)/s)
   const host = request.host
   const port = /:(\d+)$/.exec(host)?.[1]
   span.setAttributes({

@@ -117,7 +117,8 @@ export function installRpcErrorReplies (app: FastifyInstance): void {
   // A gRPC or gRPC-Web call takes the code in its own trailers-only reply (HTTP 200): a strict gRPC
   // client reads a 404 as UNIMPLEMENTED without the message, and a JSON body as a broken stream.
   app.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0] ?? ''
+    // The path the client sent: a call at a standard path is served under /rpc (standard-paths.ts).
+    const path = request.originalUrl.split('?')[0] ?? ''
     const message = `No procedure ${request.method} ${path}`
     noteRpcOutcome(request, CODE.no_procedure, 404)
     if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, rpcRefusal('no_procedure', message))

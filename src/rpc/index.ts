@@ -26,6 +26,9 @@ import { sparksService } from './sparks.service.js'
 import { usersService } from './users.service.js'
 import { rtcService } from './rtc.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
+import { Health } from '../gen/grpc/health/v1/health_pb.js'
+import { healthService, type HealthSource } from './health.service.js'
+import { REFLECTION_SERVICES, reflectionOf, reflectionServices } from './reflection.service.js'
 import { checkRequestBodies } from './request-bodies.js'
 import { connectUnaryRoutes, serviceRoute, type ServiceRoute } from './connect-unary.js'
 import { errorInterceptor } from './interceptors.js'
@@ -54,14 +57,20 @@ const SHUTDOWN_GRACE_MS = 5_000
 /** Every service the gateway declares (DECISIONS §4), in one list for the gateway and its tests. */
 export const RPC_SERVICES = [AuthService, RoomsService, SparksService, CanvasService, OfficesService, PassportService, RtcService, UsersService, ShelvesService] as const
 
+/** gRPC's own services beside them (DECISIONS §17): health checking and server reflection (v1, v1alpha). */
+export const GRPC_SERVICES = [Health, ...REFLECTION_SERVICES] as const
+
 export interface RpcOptions {
   core: Core
   config: Config
   /** Absent only when the app is built without a limiter (benchmark baseline). */
   limiter?: Limiter | undefined
+  /** What grpc.health.v1.Health reports: the /health report, and whether the instance is leaving;
+   *  and how many Watch calls may be open at once (tests lower it). */
+  health: HealthSource & { maxWatches?: number | undefined }
 }
 
-export async function rpcGateway (app: FastifyInstance, { core, config, limiter }: RpcOptions): Promise<void> {
+export async function rpcGateway (app: FastifyInstance, { core, config, limiter, health }: RpcOptions): Promise<void> {
   await app.register(cors, {
     origin: '*',
     credentials: false,
@@ -87,6 +96,17 @@ export async function rpcGateway (app: FastifyInstance, { core, config, limiter 
     serviceRoute(UsersService, usersService(core)),
     serviceRoute(ShelvesService, shelvesService(core))
   ]
+  const served = [...RPC_SERVICES, ...GRPC_SERVICES]
+  const healthChecks = healthService({ ...health, services: served.map((s) => s.typeName) })
+  // Every Watch ends as the server begins to close (close() would otherwise wait on them).
+  app.addHook('preClose', async () => { healthChecks.close() })
+  const reflection = reflectionServices(reflectionOf(served))
+  const [reflectionV1, reflectionV1alpha] = REFLECTION_SERVICES
+  services.push(
+    serviceRoute(Health, healthChecks.impl),
+    serviceRoute(reflectionV1, reflection.v1),
+    serviceRoute(reflectionV1alpha, reflection.v1alpha)
+  )
 
   await serveRpcServices(app, services, {
     plainUnary: config.rpcPlainUnary,
