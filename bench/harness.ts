@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
+import type { FastifyInstance } from 'fastify'
 
 export interface Target { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
 
@@ -106,6 +107,18 @@ export async function signIn (target: Target, email: string): Promise<string> {
   const cookie = /app_session=([^;]+)/.exec(authorized.headers.get('set-cookie') ?? '')?.[1]
   if (cookie === undefined) throw new Error(`authorize: ${authorized.status}`)
   return cookie
+}
+
+/** Signs a user in through the mailed link on an app built in this process (its DATA_DIR's outbox);
+ *  returns the session token (the cookie, and a Bearer token for RPC) and the user's id. */
+export async function signInInProcess (app: FastifyInstance, dataDir: string, email: string): Promise<{ cookie: string, userId: string }> {
+  await app.inject({ method: 'POST', url: '/api/auth/request-login', payload: { email } })
+  const outbox = join(dataDir, 'outbox')
+  const link = readdirSync(outbox).map((f) => readFileSync(join(outbox, f), 'utf8')).find((m) => m.includes(email)) ?? ''
+  const authorized = await app.inject({ url: `/api/auth/authorize?token=${/token=([A-Za-z0-9_-]+)/.exec(link)?.[1] ?? ''}` })
+  const cookie = authorized.cookies.find((c) => c.name === 'app_session')?.value ?? ''
+  const userId = (await app.inject({ url: '/api/auth/me', cookies: { app_session: cookie } })).json().data.id as string
+  return { cookie, userId }
 }
 
 /** One scenario's line; `ratio` is its throughput against the baseline (none for the baseline itself). */

@@ -8,12 +8,12 @@
 // Options: BENCH_ROUNDS (3), BENCH_SECONDS (3), BENCH_LAYOUTS (5), BENCH_HEALTH_RATE (100 requests/s);
 // DATABASE_URL / REDIS_URL select Postgres / Redis; COMPUTE_THREADS / COMPUTE_QUEUE size the pool.
 import { fork } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
-import { UNLIMITED_TIERS, buildDist, builtModule, importBuilt, reapOnExit } from './harness.js'
+import { UNLIMITED_TIERS, buildDist, builtModule, importBuilt, reapOnExit, signInInProcess } from './harness.js'
 import { newId } from '../src/infra/ids.js'
 
 const TILES = 1000
@@ -83,13 +83,7 @@ async function main (): Promise<void> {
 
   // Sign-in through the mailed link, then one room per layout, each filled to the tile limit in one
   // statement (a thousand create requests would only slow the setup down).
-  const email = 'layout-bench@example.test'
-  await app.inject({ method: 'POST', url: '/api/auth/request-login', payload: { email } })
-  const outbox = join(dataDir, 'outbox')
-  const link = readdirSync(outbox).map((f) => readFileSync(join(outbox, f), 'utf8')).find((m) => m.includes(email)) ?? ''
-  const authorized = await app.inject({ url: `/api/auth/authorize?token=${/token=([A-Za-z0-9_-]+)/.exec(link)?.[1] ?? ''}` })
-  const cookie = authorized.cookies.find((c) => c.name === 'app_session')?.value ?? ''
-  const userId = (await app.inject({ url: '/api/auth/me', cookies: { app_session: cookie } })).json().data.id as string
+  const { cookie, userId } = await signInInProcess(app, dataDir, 'layout-bench@example.test')
   const roomIds: string[] = []
   for (let i = 0; i < layoutCount; i++) {
     const roomId = (await app.inject({ method: 'POST', url: '/api/rooms', cookies: { app_session: cookie }, payload: { name: `layout bench ${i}`, isPublic: false } })).json().data.id as string

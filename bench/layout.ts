@@ -5,7 +5,8 @@
 import { performance } from 'node:perf_hooks'
 import { forceCollide, forceSimulation, forceX, forceY, type SimulationNodeDatum } from 'd3-force'
 import { ALPHA_DECAY, CENTRE_STRENGTH, COLLIDE_ITERATIONS, COLLIDE_RADIUS, FORCE_TICKS, forceDirectedLayout } from '../src/core/canvas/layout.js'
-import { isOnGrid, overlappingPairs } from '../src/core/canvas/grid.js'
+import { isOnGrid } from '../src/core/canvas/grid.js'
+import { countOverlappingPairs } from '../src/core/canvas/layout-issues.js'
 
 const count = Number(process.argv[2] ?? 1000)
 const ids = Array.from({ length: count }, (_, i) => `spark_bench_${i.toString(36).padStart(4, '0')}`)
@@ -35,7 +36,7 @@ const bareMs = bareD3()
 const again = forceDirectedLayout([...ids].reverse())
 const repeatable = JSON.stringify(again) === JSON.stringify(layout)
 const offGrid = layout.filter((t) => !isOnGrid(t)).length
-const overlaps = overlappingPairs(layout).length
+const overlaps = countOverlappingPairs(layout)
 const xs = layout.map((t) => t.x)
 const ys = layout.map((t) => t.y)
 

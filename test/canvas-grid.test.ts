@@ -1,6 +1,7 @@
 // The pure canvas geometry (snap, collision, validation) and the layout algorithms, without the app.
 import t, { type Test } from 'tap'
-import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, isOnGrid, layoutIssues, overlappingPairs, snapPosition, snapToGrid, tilesOverlap } from '../src/core/canvas/grid.js'
+import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, isOnGrid, snapPosition, snapToGrid, tilesOverlap } from '../src/core/canvas/grid.js'
+import { countOverlappingPairs, firstIssues, layoutFindings } from '../src/core/canvas/layout-issues.js'
 import { computeLayout, forceDirectedLayout, gridLayout } from '../src/core/canvas/layout.js'
 import type { TilePosition } from '../src/core/canvas/canvas.types.js'
 import { paginationOf, pageWindow } from '../src/core/pagination.js'
@@ -55,31 +56,85 @@ t.test('the spatial index finds exactly the overlapping tiles', async (t) => {
     t.same(index.overlapping(probe).map((o) => o.tileId).sort(), expected)
     t.equal(index.isFree(probe), expected.length === 0)
   }
-  const brute: string[] = []
+  t.equal(countOverlappingPairs(tiles), bruteIssues(tiles).filter((i) => i.kind === 'overlap').length, 'the pair count equals the pairwise check')
+})
+
+/** Every issue by the O(n²) definition, in issue order: what the bounded validation must agree with. */
+function bruteIssues (tiles: readonly TilePosition[]): Array<{ kind: string, tileIds: string[] }> {
+  const all: Array<{ kind: string, tileIds: string[] }> = []
+  for (const a of tiles) if (!isOnGrid(a)) all.push({ kind: 'off-grid', tileIds: [a.tileId] })
   for (let i = 0; i < tiles.length; i++) {
     for (let j = i + 1; j < tiles.length; j++) {
       const a = tiles[i] as TilePosition
       const b = tiles[j] as TilePosition
-      if (tilesOverlap(a, b)) brute.push([a.tileId, b.tileId].sort().join('/'))
+      if (tilesOverlap(a, b)) all.push({ kind: 'overlap', tileIds: [a.tileId, b.tileId].sort() })
     }
   }
-  t.same(overlappingPairs(tiles).map((p) => p.join('/')).sort(), brute.sort(), 'overlappingPairs equals the pairwise check')
-})
+  // Ids here hold no character below '0', so joining with a space sorts as the element-wise order.
+  const key = (ids: string[]): string => ids.join(' ')
+  return all.sort((p, q) => key(p.tileIds) < key(q.tileIds) ? -1 : key(p.tileIds) > key(q.tileIds) ? 1 : 0)
+}
 
-t.test('layout issues: one off-grid issue per tile, one overlap issue per pair, sorted', async (t) => {
-  t.same(layoutIssues([]), [])
-  t.same(layoutIssues([{ tileId: 'a', x: 0, y: 0 }, { tileId: 'b', x: 200, y: 0 }]), [])
-  t.same(layoutIssues([
+t.test('layout findings: issues in tileIds order (a tile\'s off-grid issue before its overlaps), capped, with the exact count', async (t) => {
+  t.same(layoutFindings([]), { issues: [], issueCount: 0, truncated: false })
+  t.same(layoutFindings([{ tileId: 'a', x: 0, y: 0 }, { tileId: 'b', x: 200, y: 0 }]), { issues: [], issueCount: 0, truncated: false }, 'touching edges do not overlap')
+  const tiles = [
     { tileId: 'c', x: 10, y: 0 },
     { tileId: 'b', x: 100, y: 60 },
     { tileId: 'a', x: 0, y: 0 },
-    { tileId: 'z', x: 1000, y: 1000 }
-  ]), [
-    { kind: 'off-grid', tileIds: ['c'] },
+    { tileId: 'z', x: 1000, y: 1000 },
+    { tileId: 'y', x: 1000.5, y: 1000 }
+  ]
+  const all = [
     { kind: 'overlap', tileIds: ['a', 'b'] },
     { kind: 'overlap', tileIds: ['a', 'c'] },
-    { kind: 'overlap', tileIds: ['b', 'c'] }
-  ])
+    { kind: 'overlap', tileIds: ['b', 'c'] },
+    { kind: 'off-grid', tileIds: ['c'] },
+    { kind: 'off-grid', tileIds: ['y'] },
+    { kind: 'overlap', tileIds: ['y', 'z'] }
+  ]
+  t.same(layoutFindings(tiles), { issues: all, issueCount: 6, truncated: false })
+  t.same(bruteIssues(tiles), all, 'the order is the brute-force list sorted by tileIds')
+  t.same(layoutFindings(tiles, 4), { issues: all.slice(0, 4), issueCount: 6, truncated: true }, 'the first 4, the count of all')
+  t.same(firstIssues(tiles, 0), [])
+})
+
+t.test('1,000 tiles on one spot: 100 issues in id order, 499,500 pairs counted', async (t) => {
+  const ids = Array.from({ length: 1000 }, (_, i) => `t${i.toString().padStart(4, '0')}`)
+  const stacked = [...ids].reverse().map((tileId) => ({ tileId, x: 0, y: 0 }))
+  const findings = layoutFindings(stacked)
+  t.equal(findings.issueCount, 1000 * 999 / 2)
+  t.equal(findings.truncated, true)
+  t.same(findings.issues, ids.slice(1, 101).map((other) => ({ kind: 'overlap', tileIds: ['t0000', other] })))
+  const offGrid = ids.map((tileId) => ({ tileId, x: 5, y: 5 }))
+  const mixed = layoutFindings(offGrid)
+  t.equal(mixed.issueCount, 1000 + 1000 * 999 / 2, 'one off-grid issue per tile and one per pair')
+  t.same(mixed.issues.slice(0, 2), [{ kind: 'off-grid', tileIds: ['t0000'] }, { kind: 'overlap', tileIds: ['t0000', 't0001'] }])
+  t.equal(mixed.issues.length, 100)
+})
+
+t.test('the exact count and the first 100 agree with the pairwise check on random layouts', async (t) => {
+  let seed = 7
+  const random = (): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648 }
+  // Dense, sparse, clustered, off-grid fractions and distances of exactly one tile width or height
+  // (which do not overlap), negative coordinates and -0.
+  const shapes: Array<(i: number) => { x: number, y: number }> = [
+    () => ({ x: Math.floor(random() * 40) * 20, y: Math.floor(random() * 40) * 20 }),
+    () => ({ x: random() * 8000 - 4000, y: random() * 6000 - 3000 }),
+    (i) => ({ x: (i % 3) * 200 + (random() < 0.5 ? 0 : -0), y: Math.floor(random() * 6) * 120 }),
+    () => ({ x: Math.round(random() * 1200) / 3 - 200, y: Math.round(random() * 720) / 7 - 100 }),
+    (i) => ({ x: i % 2 === 0 ? 0.1 : 200.1, y: random() < 0.5 ? 0.3 : 120.3 })
+  ]
+  for (const [n, shape] of shapes.entries()) {
+    for (const size of [2, 37, 300]) {
+      const tiles = Array.from({ length: size }, (_, i) => ({ tileId: `s${Math.floor(random() * 1e9).toString(36)}_${i}`, ...shape(i) }))
+      const brute = bruteIssues(tiles)
+      const findings = layoutFindings(tiles)
+      t.equal(findings.issueCount, brute.length, `shape ${n}, ${size} tiles: ${brute.length} issues`)
+      t.same(findings.issues, brute.slice(0, 100), `shape ${n}, ${size} tiles: the first 100 in order`)
+      t.equal(findings.truncated, brute.length > 100)
+    }
+  }
 })
 
 const fiftyIds = Array.from({ length: 50 }, (_, i) => `spark_${(i * 37 % 50).toString().padStart(2, '0')}_x`)

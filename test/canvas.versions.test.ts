@@ -56,6 +56,9 @@ if (process.env.DATABASE_URL === undefined) {
     let waiting = 0
     for (let i = 0; i < 200 && waiting === 0; i++) {
       await sleep(20)
+      // Inside its open transaction this connection would otherwise read one snapshot of
+      // pg_stat_activity for good (taken at the first poll, perhaps before the move reached the insert).
+      await second.query('select pg_stat_clear_snapshot()')
       waiting = (await second.query<{ n: number }>(
         "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'insert into \"room_members\"%' and application_name <> $1", [appName])).rows[0]?.n ?? 0
     }

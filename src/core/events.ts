@@ -2,7 +2,7 @@
 // describes (src/core/transaction.ts): the event is in the log exactly when the change commits, and
 // delivery (src/live) reads the log. Who may receive an event is stated by its audience, and the
 // core decides what an audience means (room membership and visibility), never the stream code.
-import type { LayoutIssue, PositionResult, TileState, CursorPosition } from './canvas/canvas.types.js'
+import type { LayoutValidation, PositionResult, TileState, CursorPosition } from './canvas/canvas.types.js'
 import type { Office, OfficeRole } from './offices/offices.types.js'
 import type { Room } from './rooms/rooms.types.js'
 import type { Spark } from './sparks/sparks.types.js'
@@ -26,7 +26,8 @@ export interface EventMap {
   'position:updated': PositionResult
   'positions:batch-updated': { updates: TileState[] }
   'layout:computed': { roomId: string, positions: TileState[] }
-  'layout:validated': { roomId: string, valid: boolean, issues: LayoutIssue[] }
+  /** At most 100 issues, with `issueCount` and `truncated` (DECISIONS §17). */
+  'layout:validated': LayoutValidation
   'cursor:moved': CursorPosition
   'cursor:left': { userId: string, roomId: string }
   'cursors:batch-updated': { cursors: CursorPosition[] }

@@ -13,6 +13,7 @@
 import type { CursorPosition } from '../core/canvas/canvas.types.js'
 import type { Logger } from '../infra/logger.js'
 import type { CursorFeed } from '../core/cursors/cursors.types.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 export const CURSOR_BATCH_MS = 100
 const RELAY_EVERY_MS = 50
@@ -21,6 +22,14 @@ const IDLE_MS = 10 * 60_000
 const SWEEP_EVERY_MS = 60_000
 /** Relay messages stay well below NOTIFY's 8000 bytes. */
 const MAX_MESSAGE_CHARS = 6_000
+/**
+ * At most this many cursors in one room's batch (DECISIONS §17: no event grows with the square of
+ * anything). Each recipient with a cursor of its own gets a copy without it (cursor-fanout.ts), so an
+ * uncapped batch in a room of n active users cost n copies of n cursors every CURSOR_BATCH_MS. The
+ * rest wait for the next batch, those waiting longest first: in a crowd every cursor still moves,
+ * each a little less often.
+ */
+export const MAX_CURSORS_PER_BATCH = 100
 
 export interface CursorRelay {
   send (body: string): Promise<void>
@@ -95,7 +104,7 @@ export function createCursorPresence (relay: CursorRelay, log: Logger, now: () =
     cut()
     outbox.clear()
     for (const message of messages) {
-      relay.send(message).catch((error: unknown) => { log.warn({ err: error }, 'cursor relay failed; positions dropped') })
+      relay.send(message).catch((error: unknown) => { logThrottled(log, 'warn', 'cursor relay failed; positions dropped', { err: error }) })
     }
   }
 
@@ -115,10 +124,20 @@ export function createCursorPresence (relay: CursorRelay, log: Logger, now: () =
 
   function deliverPending (): void {
     deliverTimer = undefined
-    const batches = [...pending]
-    pending.clear()
-    for (const [roomId, byUser] of batches) {
-      const cursors = [...byUser.values()]
+    const batches: Array<[string, CursorPosition[]]> = []
+    for (const [roomId, byUser] of pending) {
+      // A user's newer position replaces theirs in place (Map order), so the first are those waiting longest.
+      const cursors: CursorPosition[] = []
+      for (const [userId, cursor] of byUser) {
+        if (cursors.length === MAX_CURSORS_PER_BATCH) break
+        cursors.push(cursor)
+        byUser.delete(userId)
+      }
+      if (byUser.size === 0) pending.delete(roomId)
+      batches.push([roomId, cursors])
+    }
+    if (pending.size > 0) deliverTimer = setTimeout(deliverPending, CURSOR_BATCH_MS)
+    for (const [roomId, cursors] of batches) {
       for (const handler of batchHandlers) handler(roomId, cursors)
     }
   }

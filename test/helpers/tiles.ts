@@ -4,11 +4,12 @@
 import { newId } from '../../src/infra/ids.js'
 import type { TestApp } from './app.js'
 
-/** Inserts `count` sparks into the room in one statement; returns their ids. */
-export async function seedTiles (s: TestApp, roomId: string, createdBy: string, count: number): Promise<string[]> {
+/** Inserts `count` sparks into the room in one statement, the i-th at `place(i)` (by default a
+ *  dense patch); returns their ids. */
+export async function seedTiles (s: TestApp, roomId: string, createdBy: string, count: number, place = (i: number): { x: number, y: number } => ({ x: (i % 40) * 7, y: Math.floor(i / 40) * 3 })): Promise<string[]> {
   const now = new Date()
   const rows = Array.from({ length: count }, (_, i) => ({
-    id: newId('spark'), room_id: roomId, title: `tile ${i}`, content: '', x: (i % 40) * 7, y: Math.floor(i / 40) * 3, created_by: createdBy, created_at: now, updated_at: now
+    id: newId('spark'), room_id: roomId, title: `tile ${i}`, content: '', ...place(i), created_by: createdBy, created_at: now, updated_at: now
   }))
   if (rows.length > 0) await s.app.deps.db.insertInto('sparks').values(rows).execute()
   return rows.map((r) => r.id)

@@ -22,57 +22,80 @@ export interface TileRoom {
 export interface TileToMove extends SparkWithRoom {
   /** Whether the mover is a member of the tile's room already (then there is nothing to join). */
   mover_is_member: boolean
-  /** Whether another tile of the room overlaps the target position (grid.ts `tilesOverlap`, in SQL). */
+  /** Whether another tile the mover may see overlaps the target position (grid.ts `tilesOverlap`, in SQL). */
   target_collides: boolean
+  /** The same among the tiles everyone may see: what the room's event may say. */
+  target_collides_openly: boolean
+}
+
+/**
+ * The room's tiles `viewerId` may see (room-access.ts `canSeeTile`: a hidden one is its creator's
+ * alone), as a condition on `sparks` (or the alias `table`) for the queries below.
+ */
+function seenBy (table: 'sparks' | 'other', viewerId: string) {
+  return sql<boolean>`(${sql.ref(`${table}.hidden_at`)} is null or ${sql.ref(`${table}.created_by`)} = ${viewerId})`
 }
 
 /**
  * The tile, its room's facts, the mover's membership and whether the target overlaps another tile,
  * holding the room row in share mode until commit, so a concurrent delete of the room or its switch
- * to private waits for this move. The room's facts come from the row as locked.
+ * to private waits for this move. The room's facts come from the row as locked. Collisions are with
+ * the tiles the mover may see: another user's hidden tile does not exist for them (DECISIONS §17).
  */
 export async function lockTileToMove (db: Db, tileId: string, moverId: string, target: { x: number, y: number }): Promise<TileToMove | undefined> {
+  const overlapsTarget = sql<boolean>`abs(other.x - ${target.x}) < ${TILE_WIDTH} and abs(other.y - ${target.y}) < ${TILE_HEIGHT}`
   const row = await db.selectFrom('sparks')
     .innerJoin('rooms', 'rooms.id', 'sparks.room_id')
     .selectAll('sparks')
     .select(['rooms.is_public as room_is_public', 'rooms.created_by as room_created_by', 'rooms.hidden_at as room_hidden_at'])
-    .select((eb) => [
-      eb.exists(eb.selectFrom('room_members').select('room_members.user_id').whereRef('room_members.room_id', '=', 'sparks.room_id').where('room_members.user_id', '=', moverId)).as('mover_is_member'),
-      eb.exists(eb.selectFrom('sparks as other').select('other.id')
+    .select((eb) => {
+      const others = eb.selectFrom('sparks as other').select('other.id')
         .whereRef('other.room_id', '=', 'sparks.room_id')
         .whereRef('other.id', '<>', 'sparks.id')
-        .where(sql<boolean>`abs(other.x - ${target.x}) < ${TILE_WIDTH} and abs(other.y - ${target.y}) < ${TILE_HEIGHT}`)).as('target_collides')
-    ])
+        .where(overlapsTarget)
+      return [
+        eb.exists(eb.selectFrom('room_members').select('room_members.user_id').whereRef('room_members.room_id', '=', 'sparks.room_id').where('room_members.user_id', '=', moverId)).as('mover_is_member'),
+        eb.exists(others.where(seenBy('other', moverId))).as('target_collides'),
+        eb.exists(others.where('other.hidden_at', 'is', null)).as('target_collides_openly')
+      ]
+    })
     .where('sparks.id', '=', tileId)
     .forShare('rooms')
     .executeTakeFirst()
-  return row === undefined ? undefined : { ...row, mover_is_member: Boolean(row.mover_is_member), target_collides: Boolean(row.target_collides) }
+  return row === undefined
+    ? undefined
+    : { ...row, mover_is_member: Boolean(row.mover_is_member), target_collides: Boolean(row.target_collides), target_collides_openly: Boolean(row.target_collides_openly) }
 }
 
-/** A room's tiles; with `viewerId`, only those the viewer may see (hidden ones are their creator's
- *  alone, room-access.ts), with `null` only those everyone may see (what goes to the whole room). */
-export async function tilePositions (db: Db, roomId: string, viewerId?: string | null): Promise<TileState[]> {
-  let query = db.selectFrom('sparks').select(['id as tileId', 'x', 'y', 'version']).where('room_id', '=', roomId)
-  if (viewerId === null) query = query.where('hidden_at', 'is', null)
-  else if (viewerId !== undefined) query = query.where((eb) => eb.or([eb('hidden_at', 'is', null), eb('created_by', '=', viewerId)]))
-  return await query.execute()
+/** A room's tiles that `viewerId` may see (hidden ones are their creator's alone, room-access.ts). */
+export async function tilePositions (db: Db, roomId: string, viewerId: string): Promise<TileState[]> {
+  return await db.selectFrom('sparks').select(['id as tileId', 'x', 'y', 'version']).where('room_id', '=', roomId).where(seenBy('sparks', viewerId)).execute()
 }
 
-/** The room's hidden tiles (a moderation action): events about them go to their creators alone. */
-export async function hiddenTileIds (db: Db, roomId: string): Promise<string[]> {
-  return (await db.selectFrom('sparks').select('id').where('room_id', '=', roomId).where('hidden_at', 'is not', null).execute()).map((r) => r.id)
+/** A tile's place as validation reads it, and whether it is hidden (then the viewer is its creator). */
+export interface TileSpot extends TilePosition { hidden: boolean }
+
+/** A room's tiles that `viewerId` may see, with their places: what validation works on. */
+export async function tileSpots (db: Db, roomId: string, viewerId: string): Promise<TileSpot[]> {
+  const rows = await db.selectFrom('sparks').select(['id as tileId', 'x', 'y', 'hidden_at']).where('room_id', '=', roomId).where(seenBy('sparks', viewerId)).execute()
+  return rows.map(({ tileId, x, y, hidden_at: hiddenAt }) => ({ tileId, x, y, hidden: hiddenAt !== null }))
 }
 
-/** A room's tiles and their versions, by id: what a layout is computed from and guarded by. */
-export interface TileVersion { id: string, version: number }
+/** A room's tiles and their versions, by id: what a layout is computed from and guarded by. `hidden`:
+ *  hidden by a moderator (then the viewer is its creator, and only they may hear where it goes). */
+export interface TileVersion { id: string, version: number, hidden: boolean }
 
-export async function tileVersionsInRoom (db: Db, roomId: string): Promise<TileVersion[]> {
-  return await db.selectFrom('sparks').select(['id', 'version']).where('room_id', '=', roomId).orderBy('id').execute()
+/** The room's tiles `viewerId` may see, in id order: another user's hidden tile is neither laid out
+ *  nor moved by the viewer's layout (DECISIONS §17). */
+export async function tileVersionsInRoom (db: Db, roomId: string, viewerId: string): Promise<TileVersion[]> {
+  const rows = await db.selectFrom('sparks').select(['id', 'version', 'hidden_at']).where('room_id', '=', roomId).where(seenBy('sparks', viewerId)).orderBy('id').execute()
+  return rows.map(({ id, version, hidden_at: hiddenAt }) => ({ id, version, hidden: hiddenAt !== null }))
 }
 
 /** The same, every row locked (in id order, as batches lock, so the two cannot deadlock). */
-export async function lockRoomTileVersions (db: Db, roomId: string): Promise<TileVersion[]> {
-  return await db.selectFrom('sparks').select(['id', 'version']).where('room_id', '=', roomId).orderBy('id').forUpdate().execute()
+export async function lockRoomTileVersions (db: Db, roomId: string, viewerId: string): Promise<TileVersion[]> {
+  const rows = await db.selectFrom('sparks').select(['id', 'version', 'hidden_at']).where('room_id', '=', roomId).where(seenBy('sparks', viewerId)).orderBy('id').forUpdate().execute()
+  return rows.map(({ id, version, hidden_at: hiddenAt }) => ({ id, version, hidden: hiddenAt !== null }))
 }
 
 /** The tiles among `ids` that exist, with their rooms' visibility facts. */

@@ -15,7 +15,8 @@ import {
   BatchUpdatePositionsInput, CanvasStateQuery, ComputeLayoutInput, RoomIdInput, UpdatePositionInput,
   type CanvasState, type LayoutResult, type LayoutValidation, type PositionResult, type TilePosition, type TileState
 } from './canvas.types.js'
-import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, compare, layoutIssues, snapPosition } from './grid.js'
+import { GRID_SIZE, TILE_HEIGHT, TILE_WIDTH, TileIndex, compare, snapPosition } from './grid.js'
+import { layoutFindings } from './layout-issues.js'
 import { moveTile } from './tile-move.js'
 
 const byTileId = (a: TilePosition, b: TilePosition): number => compare(a.tileId, b.tileId)
@@ -73,7 +74,8 @@ export function createCanvas (deps: CoreDeps) {
         for (const roomId of roomIds) {
           await joinRoom(trx, roomId, actor.userId, now)
           const index = new TileIndex()
-          for (const tile of await repo.tilePositions(trx, roomId)) index.add(tile)
+          // Collisions with the tiles the caller may see: another user's hidden tile is not there for them.
+          for (const tile of await repo.tilePositions(trx, roomId, actor.userId)) index.add(tile)
           indexes.set(roomId, index)
         }
         const positions = snapped.map(({ tileId, x, y, snapped }): PositionResult => ({
@@ -88,7 +90,9 @@ export function createCanvas (deps: CoreDeps) {
         const perRoom = new Map<string, TileState[]>()
         for (const { tileId, x, y, version } of positions) {
           const roomId = roomOf.get(tileId) as string
-          perRoom.set(roomId, [...perRoom.get(roomId) ?? [], { tileId, x, y, version }])
+          const moved = perRoom.get(roomId)
+          if (moved === undefined) perRoom.set(roomId, [{ tileId, x, y, version }])
+          else moved.push({ tileId, x, y, version })
         }
         for (const [roomId, moved] of perRoom) {
           // A hidden tile's move goes to those who may see it (its creator) alone (DECISIONS §11).
@@ -103,6 +107,8 @@ export function createCanvas (deps: CoreDeps) {
 
     /**
      * Lays the room out (result depends only on its tile ids), persists it, publishes `layout:computed`.
+     * The room's tiles are those the caller may see: another user's hidden tile is neither laid out,
+     * moved nor answered (DECISIONS §17); the caller's own hidden tiles are, and only they hear where.
      * The layout is computed (in the worker pool) from a read of the room's tiles and their versions,
      * outside any transaction; then a short transaction locks the tiles and writes the layout only if
      * they are still exactly those, at those versions. Otherwise someone moved, added or removed a
@@ -118,7 +124,7 @@ export function createCanvas (deps: CoreDeps) {
       await joinRoom(db, roomId, actor.userId, clock.now())
       let laidOut: { tiles: repo.TileVersion[], positions: TilePosition[] } | undefined
       for (let attempt = 1; attempt <= LAYOUT_ATTEMPTS; attempt++) {
-        const tiles = await repo.tileVersionsInRoom(db, roomId)
+        const tiles = await repo.tileVersionsInRoom(db, roomId, actor.userId)
         if (laidOut === undefined || !sameIds(laidOut.tiles, tiles)) {
           laidOut = { tiles, positions: await compute.layout(algorithm, tiles.map((tile) => tile.id)) }
         } else {
@@ -128,11 +134,13 @@ export function createCanvas (deps: CoreDeps) {
         const now = clock.now()
         const written = await inTransaction(deps, async ({ trx, publish }) => {
           await loadVisibleRoom(trx, actor, roomId, 'share')
-          if (!sameVersions(await repo.lockRoomTileVersions(trx, roomId), tiles)) return undefined
+          const locked = await repo.lockRoomTileVersions(trx, roomId, actor.userId)
+          if (!sameVersions(locked, tiles)) return undefined
           const versions = await repo.setTilePositions(trx, positions, now)
           const result = { roomId, positions: positions.map((p) => ({ ...p, version: versions.get(p.tileId) as number })) }
-          // Hidden tiles are laid out too (they hold their place), but only their creators hear where.
-          const hidden = new Set(await repo.hiddenTileIds(trx, roomId))
+          // The caller's own hidden tiles (as locked: a hide cannot slip in before the commit) are
+          // laid out with the rest, but only their creator hears where.
+          const hidden = new Set(locked.filter((tile) => tile.hidden).map((tile) => tile.id))
           publish('layout:computed', { roomId, positions: result.positions.filter((p) => !hidden.has(p.tileId)) }, { audience: { kind: 'room', roomId }, userId: actor.userId })
           for (const p of result.positions.filter((q) => hidden.has(q.tileId))) {
             publish('layout:computed', { roomId, positions: [p] }, { audience: { kind: 'room', roomId, sparkId: p.tileId }, userId: actor.userId })
@@ -144,17 +152,29 @@ export function createCanvas (deps: CoreDeps) {
       throw new AppError('aborted', `The room's tiles kept changing while its layout was computed (${LAYOUT_ATTEMPTS} attempts); try again.`)
     },
 
-    /** Reports off-grid tiles and overlapping pairs; publishes `layout:validated`. */
+    /**
+     * Reports off-grid tiles and overlapping pairs, bounded (layout-issues.ts); publishes
+     * `layout:validated`. Read and computed outside any transaction; a short one publishes the event
+     * (while the room is still there for the caller). The answer covers the tiles the caller may see
+     * (their own hidden ones included); the event goes to the whole room, so it covers the tiles
+     * everyone may see: a hidden tile is in no one's validation but its creator's (DECISIONS §17).
+     */
     async validateLayout (actor: Actor, input: unknown): Promise<LayoutValidation> {
       const { roomId } = parseInput(RoomIdInput, input)
-      return await inTransaction(deps, async ({ trx, publish }) => {
-        await loadVisibleRoom(trx, actor, roomId)
-        await joinRoom(trx, roomId, actor.userId, clock.now())
-        const issues = layoutIssues(await repo.tilePositions(trx, roomId, null))
-        const result = { roomId, valid: issues.length === 0, issues }
-        publish('layout:validated', result, { audience: { kind: 'room', roomId }, userId: actor.userId })
-        return result
+      await loadVisibleRoom(db, actor, roomId)
+      await joinRoom(db, roomId, actor.userId, clock.now())
+      const seen = await repo.tileSpots(db, roomId, actor.userId)
+      const open = seen.filter((tile) => !tile.hidden)
+      const validation = (tiles: readonly TilePosition[]): LayoutValidation => {
+        const { issues, issueCount, truncated } = layoutFindings(tiles)
+        return { roomId, valid: issueCount === 0, issues, issueCount, truncated }
+      }
+      const forRoom = validation(open)
+      await inTransaction(deps, async ({ trx, publish }) => {
+        await loadVisibleRoom(trx, actor, roomId, 'share')
+        publish('layout:validated', forRoom, { audience: { kind: 'room', roomId }, userId: actor.userId })
       })
+      return open.length === seen.length ? forRoom : validation(seen)
     },
 
     /** Opening a canvas makes the caller a member of its room (DECISIONS §5). */

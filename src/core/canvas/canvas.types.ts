@@ -1,6 +1,6 @@
 // Canvas shapes shared by operations and events (SPEC Canvas position result; DECISIONS §6), and
 // the input schemas of canvas operations, shared by REST (route schemas) and RPC (core validation).
-import { Type } from 'typebox'
+import { Type, type Static } from 'typebox'
 import { RoomId } from '../rooms/rooms.types.js'
 import { LAYOUT_ALGORITHMS } from './layout.js'
 
@@ -24,10 +24,14 @@ export interface PositionResult extends TileState {
   collisionDetected: boolean
 }
 
-export interface LayoutIssue {
-  kind: 'overlap' | 'off-grid'
-  tileIds: string[]
-}
+/** At most this many issues in a validation answer or event (~100 bytes each: far below 64 KB). */
+export const MAX_REPORTED_ISSUES = 100
+
+export const LayoutIssueSchema = Type.Object({
+  kind: Type.Union([Type.Literal('overlap'), Type.Literal('off-grid')]),
+  tileIds: Type.Array(Type.String(), { minItems: 1, maxItems: 2, description: '`overlap`: the two tiles, smaller id first; `off-grid`: the one tile.' })
+})
+export type LayoutIssue = Static<typeof LayoutIssueSchema>
 
 export interface CursorPosition {
   userId: string
@@ -49,11 +53,21 @@ export interface LayoutResult {
   positions: TileState[]
 }
 
-export interface LayoutValidation {
-  roomId: string
-  valid: boolean
-  issues: LayoutIssue[]
-}
+/**
+ * ValidateLayout's answer and the `layout:validated` payload (DECISIONS §17): the first
+ * MAX_REPORTED_ISSUES issues in issue order (layout-issues.ts) and the exact count of all.
+ */
+export const LayoutValidationSchema = Type.Object({
+  roomId: Type.String(),
+  valid: Type.Boolean({ description: 'True when the room has no issue at all (issueCount is 0).' }),
+  issues: Type.Array(LayoutIssueSchema, {
+    maxItems: MAX_REPORTED_ISSUES,
+    description: `The first ${MAX_REPORTED_ISSUES} issues, ordered by tileIds compared element by element in code-unit order, a list before every longer list it begins: a tile's off-grid issue comes right before the overlaps it is the smaller id of.`
+  }),
+  issueCount: Type.Integer({ minimum: 0, description: 'Every issue: one per off-grid tile plus one per overlapping pair (exact, however many are listed).' }),
+  truncated: Type.Boolean({ description: 'True when issues lists fewer than issueCount.' })
+})
+export type LayoutValidation = Static<typeof LayoutValidationSchema>
 
 /** Canvas coordinates are finite numbers in ±COORDINATE_LIMIT (NaN, Infinity and strings are refused). */
 export const COORDINATE_LIMIT = 1_000_000

@@ -1,7 +1,7 @@
 // Canvas geometry (DECISIONS §6), pure: snap-to-grid and tile collision, in one place for moves,
 // batches, layout and validation. A tile is TILE_WIDTH × TILE_HEIGHT with its top-left at (x, y);
 // two tiles overlap when their rectangles share area (touching edges do not).
-import type { LayoutIssue, TilePosition } from './canvas.types.js'
+import type { TilePosition } from './canvas.types.js'
 
 export const GRID_SIZE = 20
 export const TILE_WIDTH = 200
@@ -66,28 +66,6 @@ export class TileIndex {
   isFree (tile: TilePosition): boolean {
     return this.overlapping(tile).length === 0
   }
-}
-
-/** Every overlapping pair, each as [smaller id, larger id], sorted. */
-export function overlappingPairs (tiles: readonly TilePosition[]): Array<[string, string]> {
-  const index = new TileIndex()
-  const pairs: Array<[string, string]> = []
-  for (const tile of tiles) {
-    for (const other of index.overlapping(tile)) {
-      pairs.push(tile.tileId < other.tileId ? [tile.tileId, other.tileId] : [other.tileId, tile.tileId])
-    }
-    index.add(tile)
-  }
-  return pairs.sort((a, b) => a[0] === b[0] ? compare(a[1], b[1]) : compare(a[0], b[0]))
-}
-
-/** ValidateLayout's findings: one `off-grid` issue per tile off the grid, one `overlap` per overlapping pair. */
-export function layoutIssues (tiles: readonly TilePosition[]): LayoutIssue[] {
-  const offGrid = tiles.filter((t) => !isOnGrid(t)).map((t) => t.tileId).sort(compare)
-  return [
-    ...offGrid.map((tileId): LayoutIssue => ({ kind: 'off-grid', tileIds: [tileId] })),
-    ...overlappingPairs(tiles).map((pair): LayoutIssue => ({ kind: 'overlap', tileIds: pair }))
-  ]
 }
 
 /** Code-unit order, the same on every machine (unlike localeCompare). */

@@ -27,12 +27,16 @@ export async function moveTile (deps: CoreDeps, actor: Actor, move: { tileId: st
     const tile = requireVisibleTile(await lockTileToMove(trx, move.tileId, actor.userId, { x, y }), actor, what)
     if (!tile.mover_is_member) await joinRoom(trx, tile.room_id, actor.userId, now)
     const moved = { tileId: tile.id, x, y, snapped, collisionDetected: tile.target_collides }
+    // The event of a tile everyone sees goes to the whole room, so its collision flag counts only
+    // tiles everyone sees: the mover's own hidden tile is theirs to collide with, not to reveal. A
+    // hidden tile's event reaches its creator, the mover, alone.
+    const told = tile.hidden_at === null ? { ...moved, collisionDetected: tile.target_collides_openly } : moved
     // The UPDATE and its event (`position:updated` with the version the UPDATE gives the spark) last
     // before commit, in one statement: concurrent moves of the same tile serialise on its row (none
     // is lost) and hold that lock only for this statement and the commit.
     const event = {
       type: 'position:updated' satisfies EventType,
-      payload: moved satisfies Omit<EventMap['position:updated'], 'version'>,
+      payload: told satisfies Omit<EventMap['position:updated'], 'version'>,
       audience: { kind: 'room', roomId: tile.room_id, sparkId: tile.id } satisfies Audience,
       userId: actor.userId
     }

@@ -12,6 +12,7 @@ import type { CoreDeps } from '../deps.js'
 import { pruneExpiredKeys } from './idempotency.repository.js'
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_MAX, IDEMPOTENCY_KEY_PATTERN, type KeyOwner } from './idempotency.types.js'
 import { claimBeforeBody, forget, KeyedCall, runWithin } from './keyed-call.js'
+import { logThrottled } from '../../infra/throttled-log.js'
 
 /** Expired keys are pruned at most this often per instance, in batches of PRUNE_BATCH. */
 const PRUNE_EVERY_MS = 10 * 60 * 1000
@@ -25,7 +26,7 @@ export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>)
   function pruneNow (now: Date): void {
     if (now.getTime() - lastPrune < PRUNE_EVERY_MS) return
     lastPrune = now.getTime()
-    pruneExpiredKeys(db, now, PRUNE_BATCH).catch((error: unknown) => { log.warn({ err: error }, 'idempotency keys: prune failed') })
+    pruneExpiredKeys(db, now, PRUNE_BATCH).catch((error: unknown) => { logThrottled(log, 'warn', 'idempotency keys: prune failed', { err: error }) })
   }
 
   return {
@@ -58,7 +59,7 @@ export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>)
     /** Once the request is answered: a claim whose operation kept no outcome (it never ran: the
      *  request was refused first, or its body never arrived) is freed. */
     async settle (call: KeyedCall): Promise<void> {
-      await forget(deps, call).catch((error: unknown) => { log.warn({ err: error }, 'idempotency: freeing a key failed') })
+      await forget(deps, call).catch((error: unknown) => { logThrottled(log, 'warn', 'idempotency: freeing a key failed', { err: error }) })
     }
   }
 }

@@ -30,7 +30,8 @@ export function canSeeRoom (room: RoomFacts, actor: Actor | null): boolean {
   return room.is_public && room.hidden_at === null
 }
 
-/** A spark in a room the caller may see: hidden, it exists only for its creator. */
+/** A spark in a room the caller may see: hidden, it exists only for its creator. The same rule for
+ *  a room's tiles in SQL: canvas.repository.ts `seenBy` (layouts, collisions, validation, state). */
 export function canSeeTile (tile: TileFacts, actor: Actor | null): boolean {
   if (!canSeeRoom({ is_public: tile.room_is_public, created_by: tile.room_created_by, hidden_at: tile.room_hidden_at }, actor)) return false
   return tile.hidden_at === null || (actor !== null && tile.created_by === actor.userId)
