@@ -147,7 +147,7 @@ t.test('expired keys: an expired key runs the create again; expired rows are pru
   const dave = await signInPerson(target, 'idem-dave')
   const past = new Date(Date.now() - 25 * 60 * 60 * 1000)
   const key = newKey()
-  const stale = { user_id: dave.userId, fingerprint: 'x', status: 201, headers: '{}', body: '{"data":{"id":"old"}}', created_at: past, expires_at: new Date(past.getTime() + 1000) }
+  const stale = { user_id: dave.userId, account_id: dave.userId, fingerprint: 'x', outcome: JSON.stringify({ value: { id: 'old' } }), created_at: past, expires_at: new Date(past.getTime() + 1000) }
   await app.deps.db.insertInto('idempotency_keys').values([{ ...stale, idem_key: key }, { ...stale, idem_key: `${key}-other` }]).execute()
   // Each instance prunes at its first claim after start-up (and every 10 minutes after).
   const res = await dave.rest('POST', '/api/rooms', { name: `Expired ${key}` }, { 'idempotency-key': key })

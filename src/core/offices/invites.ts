@@ -12,6 +12,7 @@ import { AppError, forbidden, notFound } from '../errors.js'
 import { sendOrUndo } from '../mail-or-undo.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { inTransaction } from '../transaction.js'
+import { keyed } from '../idempotency/keyed-call.js'
 import { findUserById, findUserIdByEmail } from '../users/users.repository.js'
 import { parseInput } from '../validation.js'
 import { hashToken, newId, newSecretToken } from '../../infra/ids.js'
@@ -41,7 +42,7 @@ export function createInvites (deps: CoreDeps) {
 
   return {
     /** Owner or admin; only an owner invites as owner or admin. Answers the pending invitation. */
-    async invite (actor: Actor, input: unknown): Promise<Invite> {
+    invite: keyed(deps, async (actor: Actor, input: unknown): Promise<Invite> => {
       const { officeId, email: rawEmail, role } = parseInput(InviteInput, input)
       const email = normaliseEmail(rawEmail)
       const now = clock.now()
@@ -75,7 +76,7 @@ export function createInvites (deps: CoreDeps) {
         await repo.forgetInviteSend(db, officeId, email, now)
       })
       return toInvite(invite)
-    },
+    }),
 
     /** Public: what a token invites to, without using it. */
     async info (input: unknown): Promise<InviteInfo> {
