@@ -4365,7 +4365,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Accept an invitation
+         * Accept an invitation: by the mailed token, or by its id from the invitee's inbox
          * @description Operation `offices.acceptInvite` · access: required · rate-limit tier: `strict`
          */
         post: {
@@ -4378,7 +4378,8 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        token: string;
+                        inviteId?: string;
+                        token?: string;
                     };
                 };
             };
@@ -4493,6 +4494,7 @@ export interface paths {
                                 createdAt: string;
                                 id: string;
                                 kind: string;
+                                link?: string;
                                 readAt: string | null;
                                 title: string;
                             }[];
@@ -4818,6 +4820,7 @@ export interface paths {
                                 createdAt: string;
                                 id: string;
                                 kind: string;
+                                link?: string;
                                 readAt: string | null;
                                 title: string;
                             };

@@ -76,6 +76,8 @@ export interface Message {
   createdAt: string
   readAt: string | null
   actionId?: string
+  /** Where to act on it: an office invitation's accept page (`…/invites/accept?inviteId=…`). */
+  link?: string
 }
 
 export interface Motd {
@@ -237,7 +239,8 @@ export function toMessage (row: Selectable<MessagesTable>): Message {
     body: row.body,
     createdAt: iso(row.created_at),
     readAt: row.read_at === null ? null : iso(row.read_at),
-    ...(row.action_id === null ? {} : { actionId: row.action_id })
+    ...(row.action_id === null ? {} : { actionId: row.action_id }),
+    ...(row.link === null ? {} : { link: row.link })
   }
 }
 
