@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { startApp } from './helpers/app.js'
+import { createScratchDatabase } from './helpers/scratch-database.js'
 import { startOidcProvider } from './helpers/oidc-provider.js'
 import { signInPerson } from './helpers/people.js'
 import { ofType, openStream } from './helpers/sse.js'
@@ -21,29 +22,24 @@ if (superuserUrl === undefined) {
   const suffix = randomBytes(4).toString('hex')
   const owner = `canvas_owner_${suffix}`
   const service = `canvas_app_${suffix}`
-  const database = `canvas_roles_${suffix}`
-  const urlAs = (user: string): string => {
-    const url = new URL(superuserUrl)
-    url.username = user
-    url.password = ''
-    url.pathname = `/${database}`
-    return url.toString()
-  }
+  const scratch = await createScratchDatabase(superuserUrl, 'canvas_roles', { owner: await createRoles() })
+  const urlAs = (user: string): string => scratch.urlAs(user)
+  t.teardown(async () => {
+    await scratch.drop()
+    await scratch.superuser(`drop role if exists ${service}`)
+    await scratch.superuser(`drop role if exists ${owner}`)
+  })
 
-  async function asSuperuser (statement: string): Promise<void> {
+  /** The two roles, before the database their owner owns. */
+  async function createRoles (): Promise<string> {
     const client = new pg.Client({ connectionString: superuserUrl })
     await client.connect()
-    try { await client.query(statement) } finally { await client.end() }
+    try {
+      await client.query(`create role ${owner} login`)
+      await client.query(`create role ${service} login`)
+    } finally { await client.end() }
+    return owner
   }
-
-  await asSuperuser(`create role ${owner} login`)
-  await asSuperuser(`create role ${service} login`)
-  await asSuperuser(`create database ${database} owner ${owner}`)
-  t.teardown(async () => {
-    await asSuperuser(`drop database if exists ${database} with (force)`)
-    await asSuperuser(`drop role if exists ${service}`)
-    await asSuperuser(`drop role if exists ${owner}`)
-  })
 
   /** `npm run migrate` (its entry point, without the build) with the two URLs. */
   async function migrate (): Promise<{ code: number | null, output: string }> {
