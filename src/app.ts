@@ -21,6 +21,7 @@ import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { startUploadSweeps } from './core/uploads/upload-sweep.js'
+import { startRetention } from './core/retention/retention.js'
 import { healthRoute, watchForFailures } from './http/health.routes.js'
 import { createHealthMonitor, type HealthMonitor } from './http/health-monitor.js'
 import { frameworkErrorAnswer, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
@@ -180,8 +181,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   // Stored bytes no upload refers to are swept by one instance twice a day (core/uploads/upload-sweep.ts).
   const sweeps = startUploadSweeps(deps)
+  // Expired rows of every growing table are pruned in short batches, one instance at a time (core/retention/).
+  const retention = startRetention(deps)
   app.addHook('onClose', async () => {
     await sweeps.stop()
+    await retention.stop()
     await live.close()
     mailer.close()
     await storage.close()

@@ -52,10 +52,6 @@ export async function markPollDelivered (db: Db, pollHash: string, now: Date): P
   return row?.user_id == null ? undefined : { user_id: row.user_id }
 }
 
-export async function deleteExpiredLoginLinks (db: Db, before: Date): Promise<void> {
-  await db.deleteFrom('login_links').where('expires_at', '<', before).execute()
-}
-
 export async function insertSession (db: Db, session: { id: string, userId: string, kind: SessionKind, now: Date, expiresAt: Date }): Promise<void> {
   await db.insertInto('sessions').values({
     id: session.id,
