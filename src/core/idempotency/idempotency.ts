@@ -3,18 +3,16 @@
 // a retry with the same key and the same request gets that answer again, whatever instance it reaches;
 // the same key with another request is refused; a retry while the first still runs waits for its
 // answer, and after WAIT_MS is told 409 — never a second execution. A first run that failed on our
-// side (5xx) frees the key, as nothing was created. Keys are per user; expired ones are pruned.
+// side (5xx) frees the key, as nothing was created. Keys are per user; expired ones are pruned by
+// src/core/retention/ (in batches, one instance at a time), which calls this folder's repository.
 import { createHash } from 'node:crypto'
 import { AppError, validationError } from '../errors.js'
 import type { CoreDeps } from '../deps.js'
-import { claimKey, findKey, pruneExpiredKeys, releaseKey, storeAnswer, type KeyRef } from './idempotency.repository.js'
+import { claimKey, findKey, releaseKey, storeAnswer, type KeyRef } from './idempotency.repository.js'
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_MAX, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_TTL_MS, type Claim, type StoredAnswer } from './idempotency.types.js'
 
 /** How long a retry waits for the first request's answer before it is told 409. */
 const WAIT_MS = 5_000
-/** Expired keys are pruned at most this often per instance, in batches of PRUNE_BATCH. */
-const PRUNE_EVERY_MS = 10 * 60 * 1000
-const PRUNE_BATCH = 1_000
 
 /** JSON with object keys sorted, so `{a, b}` and `{b, a}` are the same request. */
 function stableJson (value: unknown): string {
@@ -36,15 +34,7 @@ export function requestFingerprint (scope: string, request: unknown): string {
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>) {
-  const { db, clock, log } = deps
-  let lastPrune = 0
-
-  /** Expired rows go, a batch at a time, in the background of a claim. */
-  function pruneNow (now: Date): void {
-    if (now.getTime() - lastPrune < PRUNE_EVERY_MS) return
-    lastPrune = now.getTime()
-    pruneExpiredKeys(db, now, PRUNE_BATCH).catch((error: unknown) => { log.warn({ err: error }, 'idempotency keys: prune failed') })
-  }
+  const { db, clock } = deps
 
   function firstRun (ref: KeyRef): Claim {
     return {
@@ -71,7 +61,6 @@ export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>)
       let pause = 20
       for (;;) {
         const now = clock.now()
-        pruneNow(now)
         if (await claimKey(db, ref, { fingerprint, now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) })) return firstRun(ref)
         const row = await findKey(db, ref)
         // Gone between the two statements (released after a failure, or pruned): claim it again.
