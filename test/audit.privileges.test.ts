@@ -4,11 +4,12 @@
 // (DATABASE_OWNER_URL) with DATABASE_URL naming the service's role, then proves that role may INSERT
 // and SELECT the audit table and can neither UPDATE, DELETE, TRUNCATE it nor disable its trigger —
 // and that the whole service works as that role (sign-in, rooms, sparks, an event stream, an audited
-// admin action) without ever trying to migrate (before `npm run migrate` it refuses to start, saying why).
+// admin action, a retention run) without ever trying to migrate (before `npm run migrate` it refuses to start, saying why).
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
+import { pruneExpiredRows } from '../src/core/retention/retention.js'
 import { startApp } from './helpers/app.js'
 import { createScratchDatabase } from './helpers/scratch-database.js'
 import { startOidcProvider } from './helpers/oidc-provider.js'
@@ -127,5 +128,7 @@ if (superuserUrl === undefined) {
     t.equal(widget.statusCode, 201, widget.body)
     const audit = await admin('GET', `/api/admin/audit?targetId=${widget.json().data.id as string}`)
     t.match(audit.json().data, [{ action: 'admin.createWidget', outcome: 'permitted' }], 'the action wrote its audit row')
+    const pruned = await pruneExpiredRows(s.app.deps)
+    t.ok(pruned.rules.some((r) => r.name.startsWith('sessions:') && r.removed >= 1), 'retention prunes as the service role (the logged-out session)')
   })
 }
