@@ -20,6 +20,9 @@ export interface Config {
   readonly expose: Expose
   readonly dataDir: string
   readonly databaseUrl: string | undefined
+  /** The tables' owner, for `npm run migrate` only (the service never connects with it): set, the
+   *  service's DATABASE_URL may name a role without ownership (src/db/service-role.ts). */
+  readonly databaseOwnerUrl: string | undefined
   readonly redisUrl: string | undefined
   /** Connections of the Postgres pool that serves requests (the live delivery has its own few). */
   readonly databasePoolSize: number
@@ -299,6 +302,15 @@ function oidc (env: Env): OidcConfig | undefined {
   return { issuer, audience, jwksUrl, rolesClaim: rolesClaim ?? 'roles' }
 }
 
+/** Only beside DATABASE_URL: the embedded database has one role. */
+function databaseOwnerUrl (env: Env): string | undefined {
+  const owner = url(env, 'DATABASE_OWNER_URL', ['postgres:', 'postgresql:'])
+  if (owner !== undefined && text(env, 'DATABASE_URL') === undefined) {
+    throw new ConfigError('DATABASE_OWNER_URL', 'needs DATABASE_URL (the service\'s own role); the embedded database has one role')
+  }
+  return owner
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', ['development', 'production', 'test'], 'development')
   const port = integer(env, 'PORT', 8080, 0, 65535)
@@ -313,6 +325,7 @@ export function loadConfig (env: Env = process.env): Config {
     expose: oneOf<Expose>(env, 'EXPOSE', ['all', 'public', 'internal'], 'all'),
     dataDir,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseOwnerUrl: databaseOwnerUrl(env),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1_000),
     databaseIdleInTransactionTimeoutMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 5_000, 0, 86_400_000),

@@ -682,7 +682,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Accept an invitation
+         * Accept an invitation: by the mailed token, or by its id from the invitee's inbox
          * @description Operation `offices.acceptInvite` · access: required · rate-limit tier: `strict`
          */
         post: operations["offices.acceptInvite"];
@@ -1841,6 +1841,7 @@ export interface components {
             createdAt: string;
             id: string;
             kind: string;
+            link?: string;
             readAt: string | null;
             title: string;
         };
@@ -8468,7 +8469,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    token: string;
+                    inviteId?: string;
+                    token?: string;
                 };
             };
         };

@@ -6,7 +6,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { Kysely, sql, type KyselyConfig } from 'kysely'
 import type pg from 'pg'
 import { PGliteDialect } from './pglite-dialect.js'
-import { migrateToLatest } from './migrate.js'
+import { migrateOrVerify, migrateToLatest } from './migrate.js'
 import { OutageAwarePostgresDialect } from './outage-dialect.js'
 import { createPostgresPool } from './postgres-pool.js'
 import type { Database } from './schema.js'
@@ -51,7 +51,8 @@ export async function openDatabase (options: DatabaseOptions): Promise<DatabaseH
   if (options.databaseUrl !== undefined) {
     const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10, idleInTransactionTimeoutMs: options.databaseIdleInTransactionTimeoutMs })
     const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }), ...queryLog(options) })
-    await migrateToLatest(db)
+    // As the tables' owner: migrate. As a service role without ownership: only check none is pending.
+    await migrateOrVerify(db)
     return {
       db,
       kind: 'postgres',

@@ -350,6 +350,8 @@ export interface MessagesTable {
   title: string
   body: string
   action_id: string | null
+  /** Where to act on the message (an invitation's accept page); never a secret. */
+  link: string | null
   created_at: CreatedAt
   read_at: Timestamp | null
 }

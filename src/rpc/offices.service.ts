@@ -32,7 +32,8 @@ export function officesService (core: Core): ServiceImpl<typeof OfficesService> 
       return await invites.info({ token: req.token })
     },
     async acceptInvite (req, ctx) {
-      return await invites.accept(actorOf(ctx), { token: req.token })
+      // An empty string is proto3's "not sent": the core takes exactly one of the two.
+      return await invites.accept(actorOf(ctx), { token: req.token === '' ? undefined : req.token, inviteId: req.inviteId === '' ? undefined : req.inviteId })
     },
     async listMembers (req, ctx) {
       const { items, pagination } = await offices.listMembers(actorOf(ctx), { officeId: req.officeId, page: req.page, limit: req.limit })

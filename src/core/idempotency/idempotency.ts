@@ -6,28 +6,15 @@
 // another request is refused; a retry while the first still runs waits for its outcome, and after a
 // while is told 409 with Retry-After — never a second execution. A first run that failed on our side
 // (5xx) frees the key, as nothing was created. Keys are per user (or administrator); expired ones
-// are pruned.
+// are pruned by src/core/retention/ (in batches, one instance at a time), through this folder's repository.
 import { validationError } from '../errors.js'
 import type { CoreDeps } from '../deps.js'
-import { pruneExpiredKeys } from './idempotency.repository.js'
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_MAX, IDEMPOTENCY_KEY_PATTERN, type KeyOwner } from './idempotency.types.js'
 import { claimBeforeBody, forget, KeyedCall, runWithin } from './keyed-call.js'
 import { logThrottled } from '../../infra/throttled-log.js'
 
-/** Expired keys are pruned at most this often per instance, in batches of PRUNE_BATCH. */
-const PRUNE_EVERY_MS = 10 * 60 * 1000
-const PRUNE_BATCH = 1_000
-
 export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>) {
-  const { db, clock, log } = deps
-  let lastPrune = 0
-
-  /** Expired rows go, a batch at a time, in the background of a claim. */
-  function pruneNow (now: Date): void {
-    if (now.getTime() - lastPrune < PRUNE_EVERY_MS) return
-    lastPrune = now.getTime()
-    pruneExpiredKeys(db, now, PRUNE_BATCH).catch((error: unknown) => { logThrottled(log, 'warn', 'idempotency keys: prune failed', { err: error }) })
-  }
+  const { log } = deps
 
   return {
     /** The key a request carries, checked; undefined when it carries none. */
@@ -45,7 +32,6 @@ export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>)
      * arrives whole cannot overtake a slow first request); otherwise the create operation claims it.
      */
     async open (owner: KeyOwner, key: string, scope: string, options: { claimNow: boolean }): Promise<KeyedCall> {
-      pruneNow(clock.now())
       const call = new KeyedCall(owner, key, scope)
       if (options.claimNow) await claimBeforeBody(deps, call)
       return call
