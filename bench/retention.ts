@@ -25,9 +25,8 @@ const users = Number(process.env.BENCH_USERS ?? 10)
 const keysPerUser = Number(process.env.BENCH_KEYS_PER_USER ?? 100 * 60 * 24)
 const DAY_MS = 24 * 3600_000
 const INSERT_CHUNK = 50_000
-/** A stored answer as `POST /api/rooms` leaves it: ~330 bytes of JSON and its ETag / Location. */
-const BODY = JSON.stringify({ data: { id: 'room_0123456789abcdefghijkl', name: 'A room of the benchmark', description: '', isPublic: false, createdBy: 'user_0123456789abcdefghijkl', createdAt: '2026-11-29T10:00:00.000Z', updatedAt: '2026-11-29T10:00:00.000Z', version: 1 } })
-const HEADERS = JSON.stringify({ etag: '"1"', location: '/api/rooms/room_0123456789abcdefghijkl' })
+/** A stored outcome as `POST /api/rooms` leaves it: the created room, ~300 bytes of JSON. */
+const OUTCOME = JSON.stringify({ value: { id: 'room_0123456789abcdefghijkl', name: 'A room of the benchmark', description: '', isPublic: false, createdBy: 'user_0123456789abcdefghijkl', createdAt: '2026-11-28T10:00:00.000Z', updatedAt: '2026-11-28T10:00:00.000Z', version: 1 } })
 
 const database = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: mkdtempSync(join(tmpdir(), 'bench-retention-')) })
 const { db } = database
@@ -44,8 +43,8 @@ for (let u = 0; u < users; u++) {
     const base = expired ? now.getTime() - DAY_MS : now.getTime()
     for (let from = 1; from <= keysPerUser; from += INSERT_CHUNK) {
       const to = Math.min(keysPerUser, from + INSERT_CHUNK - 1)
-      await sql`insert into idempotency_keys (user_id, idem_key, fingerprint, status, headers, body, created_at, expires_at)
-        select ${userId}, ${expired ? 'old-' : 'new-'} || g, md5(g::text), 201, ${HEADERS}::jsonb, ${BODY},
+      await sql`insert into idempotency_keys (user_id, account_id, idem_key, fingerprint, outcome, created_at, expires_at)
+        select ${userId}, ${userId}, ${expired ? 'old-' : 'new-'} || g, md5(g::text), ${OUTCOME}::json,
           ${new Date(base)}::timestamptz + g * ${DAY_MS / keysPerUser}::float8 * interval '1 millisecond' - interval '1 day',
           ${new Date(base)}::timestamptz + g * ${DAY_MS / keysPerUser}::float8 * interval '1 millisecond'
         from generate_series(${from}::int, ${to}::int) as g`.execute(db)

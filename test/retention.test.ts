@@ -131,8 +131,8 @@ t.test('what must be kept is kept: a used refresh token until it expires; a revo
 async function insertKeys (userId: string, count: number, expired: boolean, label: string): Promise<void> {
   const now = clock.now()
   const expiresAt = new Date(now.getTime() + (expired ? -DAY_MS : DAY_MS))
-  await sql`insert into idempotency_keys (user_id, idem_key, fingerprint, status, headers, body, created_at, expires_at)
-    select ${userId}, ${label} || g, 'fingerprint', 201, null, '{}', ${new Date(expiresAt.getTime() - DAY_MS)}, ${expiresAt}
+  await sql`insert into idempotency_keys (user_id, account_id, idem_key, fingerprint, outcome, created_at, expires_at)
+    select ${userId}, ${userId}, ${label} || g, 'fingerprint', '{"value":{}}', ${new Date(expiresAt.getTime() - DAY_MS)}, ${expiresAt}
     from generate_series(1, ${count}) as g`.execute(db)
 }
 
