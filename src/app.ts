@@ -148,7 +148,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     }),
     clock,
     log: app.log,
-    heartbeatMs: config.sseHeartbeatMs
+    heartbeatMs: config.sseHeartbeatMs,
+    stallMs: config.sseStallMs
   })
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
   const compute = createCompute(config, app.log, metrics === undefined ? undefined : (name, seconds, outcome) => { metrics.computeTask(name, seconds, outcome) })
