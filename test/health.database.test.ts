@@ -27,6 +27,15 @@ t.test('Postgres: a saturated request pool makes /health degraded with the wait,
     const answer = await s.app.inject({ method: 'GET', url: '/health' })
     return { code: answer.statusCode, report: answer.json() }
   }
+  /** /health asked every 100 ms until `done` says so (or 10 s passed): the last answer. */
+  const healthWhen = async (done: (answer: { code: number, report: Report }) => boolean): Promise<{ code: number, report: Report }> => {
+    let answer = await health()
+    for (let i = 0; i < 100 && !done(answer); i++) {
+      await sleep(100)
+      answer = await health()
+    }
+    return answer
+  }
   const owner = await signInPerson(s, 'pool-health')
   const roomId = (await owner.rest('POST', '/api/rooms', { name: 'Locked', isPublic: false })).json().data.id as string
   const calm = await health()
@@ -66,27 +75,15 @@ t.test('Postgres: a saturated request pool makes /health degraded with the wait,
   await locker.end()
   t.equal((await rename).statusCode, 200, 'the rename went through once the row was free')
   await Promise.allSettled(reads)
-  let back = await health()
-  for (let i = 0; i < 50 && back.report.services.database?.status !== 'healthy'; i++) {
-    await sleep(100)
-    back = await health()
-  }
+  const back = await healthWhen((answer) => answer.report.services.database?.status === 'healthy')
   t.equal(back.report.services.database?.status, 'healthy', 'healthy again once the pool drained')
 
   await cluster.stop()
-  let down = await health()
-  for (let i = 0; i < 50 && down.code !== 503; i++) {
-    await sleep(100)
-    down = await health()
-  }
+  const down = await healthWhen((answer) => answer.code === 503)
   t.equal(down.code, 503, 'Postgres down: 503')
   t.equal(down.report.services.database?.status, 'unhealthy')
   await cluster.start()
-  let up = await health()
-  for (let i = 0; i < 100 && up.code !== 200; i++) {
-    await sleep(100)
-    up = await health()
-  }
+  const up = await healthWhen((answer) => answer.code === 200)
   t.equal(up.code, 200, 'and 200 once it is back: the probe opened its connection again')
   t.equal(up.report.services.database?.status, 'healthy')
 })
