@@ -41,6 +41,8 @@ export type LoggedEvent = AnyEvent & { readonly id: string, readonly position: L
 
 export interface EventPage {
   events: LoggedEvent[]
+  /** The payload bytes of the page's events. */
+  bytes: number
   /** The page was cut by a bound: more events may follow its last one. */
   more: boolean
   prunedThrough: LogPosition
@@ -253,7 +255,7 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     position: () => delivered,
     async readPage (after, upTo, limit, maxBytes) {
       const page = await findEventPage(readDb, after, upTo, limit, maxBytes)
-      return { events: page.rows.map(toEvent).filter((e): e is LoggedEvent => e !== undefined), more: page.more, prunedThrough: page.prunedThrough }
+      return { events: page.rows.map(toEvent).filter((e): e is LoggedEvent => e !== undefined), bytes: page.bytes, more: page.more, prunedThrough: page.prunedThrough }
     },
     countAfter: async (after, cap) => await countEventsAfter(readDb, after, cap),
     prune,

@@ -58,6 +58,9 @@ export async function replayMissed (stream: Stream, lastEventId: string, options
 /** Reads the log for a stream that is catching up until it is live again (or closed). */
 export async function catchUp (stream: Stream, { bus, audience, clock, reads }: CatchUpOptions): Promise<void> {
   const { outbox } = stream
+  // Postgres sizes every row a page read scans: once the events' size is known, a page asks for
+  // about as many as its byte bound takes.
+  let pageEvents = CATCH_UP_PAGE_EVENTS
   for (;;) {
     await outbox.room()
     if (stream.closed) return
@@ -67,8 +70,9 @@ export async function catchUp (stream: Stream, { bus, audience, clock, reads }: 
       outbox.goLive()
       return
     }
-    const page = await reads(async () => await bus.readPage(from, target, CATCH_UP_PAGE_EVENTS, CATCH_UP_PAGE_BYTES))
+    const page = await reads(async () => await bus.readPage(from, target, pageEvents, CATCH_UP_PAGE_BYTES))
     if (stream.closed) return
+    if (page.events.length > 0) pageEvents = Math.min(CATCH_UP_PAGE_EVENTS, Math.ceil(CATCH_UP_PAGE_BYTES * page.events.length / Math.max(1, page.bytes)) + 1)
     if (comparePositions(from, page.prunedThrough) < 0) {
       // What it is behind on was pruned (it was behind for the whole retention): it refetches.
       outbox.caughtUpTo(target, resetMessage('expired', formatPosition(from), target, clock))

@@ -16,17 +16,25 @@
 // A client that takes nothing for the stall time (30 s in production) while at least STALL_BYTES wait
 // for it is stalled: the stream is cut, and its client reconnects with Last-Event-ID when it wakes.
 // What waits counts every byte the stream knows it owes: written but not taken, queued, and the
-// events fan-out offered while it was catching up that it has not read from the log yet.
+// events fan-out offered while it was catching up that it has not read from the log yet. Time in
+// which this process's own event loop was blocked is not counted against the client.
 import { frameOf, PING_FRAME } from './stream-frames.js'
 import { comparePositions, type LogPosition } from './log-position.js'
 import type { StreamMessage, StreamTransport } from './streams.js'
 
 /** Bytes a stream may have handed to its connection and not seen taken before it waits. */
 export const PACE_BYTES = 64 * 1024
-/** Past this (unsent plus queued), a live stream stops queueing and catches up from the log. */
-export const MAX_WAITING_BYTES = 1 << 20
+/**
+ * Past this (unsent plus queued), a live stream stops queueing and catches up from the log. The
+ * queue holds references to bytes every stream shares, so a broadcast burst costs its bytes once,
+ * not once per stream; catching up costs each stream its own reads. A stream that gets a burst of
+ * its own holds at most this much for it.
+ */
+export const MAX_WAITING_BYTES = 4 << 20
 /** A client that takes nothing for the stall time while this much waits is cut off (DECISIONS §17). */
 export const STALL_BYTES = 1 << 20
+/** The stall watch looks this many times per stall time. */
+const STALL_TICKS = 10
 /** Live events offered while catching up are counted in at most this many runs (their bytes only). */
 const MAX_BEHIND_RUNS = 64
 
@@ -79,9 +87,11 @@ export class StreamOutbox {
   private catching: boolean
   private closed = false
   private roomWaiters: Array<() => void> = []
-  private lastTakenAt: number
-  private waitingSince: number | undefined
+  /** While something waits on the client: the stall watch (see `watchStall`). */
   private stallTimer: NodeJS.Timeout | undefined
+  private takenSinceTick = false
+  private lastTickAt = 0
+  private idleMs = 0
 
   constructor (transport: StreamTransport, options: StreamOutboxOptions) {
     this.transport = transport
@@ -89,7 +99,6 @@ export class StreamOutbox {
     this.now = options.now ?? (() => performance.now())
     this.covered = options.through
     this.catching = options.catchingUp
-    this.lastTakenAt = this.now()
   }
 
   /** Every event at or before this position was sent, queued or found not for this stream. */
@@ -181,7 +190,7 @@ export class StreamOutbox {
     this.behind = []
     this.behindBytes = 0
     due.delete(this)
-    if (this.stallTimer !== undefined) clearTimeout(this.stallTimer)
+    this.stopStallWatch()
     this.wakeWaiters()
   }
 
@@ -225,7 +234,7 @@ export class StreamOutbox {
 
   private taken (bytes: number): void {
     this.unsent -= bytes
-    this.lastTakenAt = this.now()
+    this.takenSinceTick = true
     if (this.closed) return
     if (this.head < this.queue.length) {
       if (due.size === 0) setImmediate(flushDue)
@@ -299,34 +308,47 @@ export class StreamOutbox {
     if (settled > 0) this.behind = this.behind.slice(settled)
   }
 
-  /** Arms the stall timer while something waits on a client (see the header); it checks again when it fires. */
+  /** Something waits on a client that may stop taking it: the stall watch starts (see `stallTick`). */
   private checkStall (): void {
-    if (this.closed) return
-    if (this.unsent === 0 || this.waitingBytes < STALL_BYTES) {
-      this.waitingSince = undefined
-      return
-    }
-    this.waitingSince ??= this.now()
-    if (this.stallTimer === undefined) this.armStall(this.options.stallMs)
-  }
-
-  private armStall (ms: number): void {
-    // The verdict waits for the end of the loop turn in which the timer fires: after the event loop
+    if (this.closed || this.stallTimer !== undefined || !this.stallEligible()) return
+    this.idleMs = 0
+    this.takenSinceTick = false
+    this.lastTickAt = this.now()
+    const tickMs = Math.max(1, Math.ceil(this.options.stallMs / STALL_TICKS))
+    // The verdict waits for the end of the loop turn in which the tick fires: after the event loop
     // was blocked (by anything), the connection's reports of bytes taken may be waiting to be read.
-    this.stallTimer = setTimeout(() => { setImmediate(() => { this.stallTimer = undefined; this.stallCheck() }) }, Math.max(1, Math.ceil(ms)))
+    this.stallTimer = setInterval(() => { setImmediate(() => { this.stallTick(tickMs) }) }, tickMs)
     this.stallTimer.unref()
   }
 
-  private stallCheck (): void {
-    if (this.closed) return
-    // Nothing unsent: the client took all it was given (a slow log read is not its fault).
-    if (this.unsent === 0 || this.waitingBytes < STALL_BYTES) {
-      this.waitingSince = undefined
+  /** Bytes wait in the connection and at least STALL_BYTES in all: the client may be stalled. With
+   *  nothing unsent, the client took all it was given (a slow log read is not its fault). */
+  private stallEligible (): boolean {
+    return this.unsent > 0 && this.waitingBytes >= STALL_BYTES
+  }
+
+  /**
+   * Time without anything taken is counted tick by tick, and a tick counts for at most two ticks'
+   * time: while this process's event loop was blocked, the client's progress could not be seen, and
+   * that time is not held against it.
+   */
+  private stallTick (tickMs: number): void {
+    if (this.closed || this.stallTimer === undefined) return
+    if (!this.stallEligible()) {
+      this.stopStallWatch()
       return
     }
-    const since = Math.max(this.waitingSince ?? this.now(), this.lastTakenAt)
-    const idle = this.now() - since
-    if (idle >= this.options.stallMs) this.options.stalled(this.waitingBytes)
-    else this.armStall(this.options.stallMs - idle)
+    const now = this.now()
+    this.idleMs = this.takenSinceTick ? 0 : this.idleMs + Math.min(now - this.lastTickAt, 2 * tickMs)
+    this.takenSinceTick = false
+    this.lastTickAt = now
+    if (this.idleMs < this.options.stallMs) return
+    this.stopStallWatch()
+    this.options.stalled(this.waitingBytes)
+  }
+
+  private stopStallWatch (): void {
+    if (this.stallTimer !== undefined) clearInterval(this.stallTimer)
+    this.stallTimer = undefined
   }
 }
