@@ -43,8 +43,10 @@ export interface EventPage {
   events: LoggedEvent[]
   /** The payload bytes of the page's events. */
   bytes: number
-  /** The page was cut by a bound: more events may follow its last one. */
+  /** The page was cut by a bound: more events may follow its last row. */
   more: boolean
+  /** The position of its last row (one the bus could not read as an event included). */
+  last: LogPosition | undefined
   prunedThrough: LogPosition
 }
 
@@ -255,7 +257,7 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     position: () => delivered,
     async readPage (after, upTo, limit, maxBytes) {
       const page = await findEventPage(readDb, after, upTo, limit, maxBytes)
-      return { events: page.rows.map(toEvent).filter((e): e is LoggedEvent => e !== undefined), bytes: page.bytes, more: page.more, prunedThrough: page.prunedThrough }
+      return { events: page.rows.map(toEvent).filter((e): e is LoggedEvent => e !== undefined), bytes: page.bytes, more: page.more, last: page.last, prunedThrough: page.prunedThrough }
     },
     countAfter: async (after, cap) => await countEventsAfter(readDb, after, cap),
     prune,

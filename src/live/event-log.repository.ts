@@ -72,12 +72,12 @@ export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: n
  * A page of the events with `after < position <= upTo` (all final when `upTo` is), in delivery
  * order: at most `limit` events, and no more than `maxBytes` of payload text except that a page
  * always holds its first event (so one large event is still read, alone). `bytes`: the page's
- * payload text; `more`: the page was cut by either bound (the next page starts after its last
- * event). `prunedThrough`: the prune horizon, so a reader that is behind it learns its events are
+ * payload text; `more`: the page was cut by either bound (the next page starts after `last`, its
+ * last row). `prunedThrough`: the prune horizon, so a reader that is behind it learns its events are
  * gone. Postgres sizes every row it scans (up to `limit`), but only the page leaves the database: a
  * reader of large events asks for fewer.
  */
-export async function findEventPage (db: Db, after: LogPosition, upTo: LogPosition, limit: number, maxBytes: number): Promise<{ rows: EventLogRow[], bytes: number, more: boolean, prunedThrough: LogPosition }> {
+export async function findEventPage (db: Db, after: LogPosition, upTo: LogPosition, limit: number, maxBytes: number): Promise<{ rows: EventLogRow[], bytes: number, more: boolean, last: LogPosition | undefined, prunedThrough: LogPosition }> {
   const result = await sql<RawRow & { bytes: string, through: string, pruned_tx: string, pruned_through: string }>`
     with scanned as (
       select event_log.tx, event_log.id, type, payload, audience, user_id, created_at, octet_length(payload::text) as bytes
@@ -97,7 +97,8 @@ export async function findEventPage (db: Db, after: LogPosition, upTo: LogPositi
   const last = found[found.length - 1]
   const bytes = last === undefined ? 0 : Number(last.through)
   const more = found.length === limit || bytes >= maxBytes
-  return { rows: found.map(toRow), bytes, more, prunedThrough }
+  const rows = found.map(toRow)
+  return { rows, bytes, more, last: rows[rows.length - 1]?.position, prunedThrough }
 }
 
 /** How many events follow `after` (stops counting at `cap`). */

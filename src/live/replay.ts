@@ -88,6 +88,8 @@ export async function catchUp (stream: Stream, { bus, audience, clock, reads }: 
       if (stream.closed) return
       outbox.caughtUpTo(event.position, sees ? messageOf(event) : undefined)
     }
-    if (!page.more) outbox.caughtUpTo(target)
+    // The next page starts after this one's last row, or the read reached the target.
+    const reached = page.more ? page.last : target
+    if (reached !== undefined) outbox.caughtUpTo(reached)
   }
 }
