@@ -1,7 +1,8 @@
 // Cursor traffic to the streams of a room's visible members (DECISIONS §7): the coalesced batches and
 // the leaves that CursorPresence hands on, never to the user whose cursor it is. Chained, so a batch
-// never overtakes the leave that followed it. A stream with anything waiting skips a batch (the next
-// one carries the newest positions); a stream catching up from the log skips leaves too (stream-outbox.ts).
+// never overtakes the leave that followed it. A stream waiting for its connection skips a batch (the
+// next one carries the newest positions); a stream catching up from the log skips leaves too
+// (stream-outbox.ts).
 import type { AudienceResolver } from '../core/audience.js'
 import type { CursorPosition } from '../core/canvas/canvas.types.js'
 import type { Clock } from '../infra/clock.js'

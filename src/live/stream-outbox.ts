@@ -9,9 +9,12 @@
 // instead — once its connection has room, it reads the event log from before the first event it
 // dropped, a page at a time, exactly as a reconnect with Last-Event-ID is replayed (replay.ts), then
 // goes live again. So its memory stays bounded whatever the burst, and no event is lost, repeated or
-// reordered. While it catches up, fan-out's events are only counted (they are read from the log),
-// and cursor messages and heartbeats are dropped: cursors are ephemeral and the next batch carries
-// the newest positions; a `cursor:left` the stream misses then is not sent again.
+// reordered. While it catches up, fan-out's events are only counted (they are read from the log).
+// Messages that are not in the log: a heartbeat is always queued (SPEC: a client takes a minute
+// without one for a dead connection) but never a second one while one waits; a cursor batch is
+// skipped by a stream waiting for its connection (PACE_BYTES or more held) or catching up — cursors
+// are ephemeral, the next batch carries the newest positions — and a `cursor:left` by a stream
+// catching up (it is not sent again).
 //
 // A client that takes nothing for the stall time (30 s in production) while at least STALL_BYTES wait
 // for it is stalled: the stream is cut, and its client reconnects with Last-Event-ID when it wakes.
@@ -133,7 +136,7 @@ export class StreamOutbox {
   /** A message that is not in the log (a heartbeat, cursors, `cursor:left`). */
   note (message: StreamMessage, kind: NoteKind): void {
     if (this.closed) return
-    if (kind === 'heartbeat' ? this.heartbeatsQueued > 0 : this.catching || (kind === 'cursors' && this.heldBytes > 0)) return
+    if (kind === 'heartbeat' ? this.heartbeatsQueued > 0 : this.catching || (kind === 'cursors' && this.heldBytes >= PACE_BYTES)) return
     const frame = frameOf(message)
     const held = this.heldBytes
     if (held > 0 && held + frame.length > MAX_WAITING_BYTES) return
