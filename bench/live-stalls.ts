@@ -12,8 +12,14 @@
 //      SECONDS; events delivered per second with a backlog of BACKLOG expired events being pruned
 //      (both instances asked to prune at once: one holds the lock) against none; and, for scale, the
 //      same backlog deleted the way pruning used to work (one transaction).
+//   3. bursts (issue 37 item 1): the renames of 1. while BURSTS bursts commit, spread over SECONDS,
+//      alternately on A and B: each one transaction of BURST_EVENTS `spark:updated` events of
+//      BURST_BYTES in one of the watched rooms, so every stream gets every burst (10 × 1 MB by
+//      default). Goals: no stream ended, every burst event and rename delivered, rename p99 with
+//      bursts ≤ 1.5× without. The issue's run: BENCH_SUBSCRIBERS=1000 BENCH_SCENARIOS=bursts.
 // Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS (8), BENCH_RATE (40), BENCH_SUBSCRIBERS (20),
-// BENCH_LAYOUTS (2), BENCH_WRITERS (8), BENCH_BACKLOG (200000), BENCH_SCENARIOS (layouts,pruning),
+// BENCH_LAYOUTS (2), BENCH_WRITERS (8), BENCH_BACKLOG (200000), BENCH_SCENARIOS (layouts,pruning,bursts),
+// BENCH_BURSTS (10), BENCH_BURST_EVENTS (100), BENCH_BURST_BYTES (10000),
 // BENCH_SAMPLE (1: print what pg_stat_activity shows during each window), BENCH_LOG_LEVEL (info), BENCH_ALGORITHM (force-directed; `grid` computes in no time, leaving the writes).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
@@ -35,7 +41,10 @@ const SUBSCRIBERS = env('BENCH_SUBSCRIBERS', 20)
 const LAYOUTS = env('BENCH_LAYOUTS', 2)
 const WRITERS = env('BENCH_WRITERS', 8)
 const BACKLOG = env('BENCH_BACKLOG', 200_000)
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'layouts,pruning').split(','))
+const BURSTS = env('BENCH_BURSTS', 10)
+const BURST_EVENTS = env('BENCH_BURST_EVENTS', 100)
+const BURST_BYTES = env('BENCH_BURST_BYTES', 10_000)
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'layouts,pruning,bursts').split(','))
 const ALGORITHM = process.env.BENCH_ALGORITHM ?? 'force-directed'
 const TILES = 1000
 /** Rooms the writes take turns renaming (every subscriber's user is a member of each). */
@@ -53,6 +62,9 @@ const median = (values: number[]): number => {
 }
 
 interface Instance { url: string, dataDir: string, child: ChildProcess }
+
+/** The `n`th client address of a block of 10.9.x.y addresses starting at 10.9.`from`.1 (250 per /24). */
+const address = (from: number, n: number): string => `10.9.${from + Math.floor(n / 250)}.${(n % 250) + 1}`
 
 function spawnScript (file: string, extra: Record<string, string>): ChildProcess {
   return reapOnExit(spawn(process.execPath, ['--import=tsx', join(import.meta.dirname, file)], {
@@ -109,14 +121,15 @@ async function call (url: string, method: string, cookie: string, body?: object)
 const idOf = (reply: { text: string }): string => (JSON.parse(reply.text) as { data: { id: string } }).data.id
 
 interface Report { received: number, p50: number, p99: number, max: number }
-interface Window extends Report { acks: number, expected: number, failures: number, seconds: number }
+interface Window extends Report { acks: number, expected: number, failures: number, seconds: number, bursts?: number, ended?: number }
 
-/** Waits until every expected message arrived, or none arrived for 3 s (those count as lost). */
-async function settle (subscribers: ChildProcess, expected: number): Promise<void> {
+/** Waits until every expected message (marker, or burst event) arrived, or none arrived for 3 s (those count as lost). */
+async function settle (subscribers: ChildProcess, expected: number, count: 'received' | 'bursts' = 'received'): Promise<void> {
   let last = -1
   let still = now()
   for (;;) {
-    const { received } = await ask<{ received: number }>(subscribers, { cmd: 'received' })
+    const counts = await ask<{ received: number, bursts: number }>(subscribers, { cmd: 'received' })
+    const received = counts[count]
     if (received >= expected) return
     if (received !== last) {
       last = received
@@ -196,14 +209,17 @@ function sampleBackends (db: pg.Client): { stop (): Promise<string> } {
 
 let sampler: pg.Client | undefined
 
-async function measure (subscribers: ChildProcess, write: (seq: number) => Promise<boolean>, mode: { rate: number } | { writers: number }): Promise<Window> {
+/** `alongside`: more to wait for once the writes are done (bursts), before the report resets the counts. */
+async function measure (subscribers: ChildProcess, write: (seq: number) => Promise<boolean>, mode: { rate: number } | { writers: number }, alongside?: () => Promise<void>): Promise<Window> {
   const sampling = sampler === undefined ? undefined : sampleBackends(sampler)
   const driven = await drive(write, mode)
   if (sampling !== undefined) console.log(`    ${await sampling.stop()}`)
   const expected = driven.acks.length * SUBSCRIBERS
   await settle(subscribers, expected)
+  await alongside?.()
+  const counts = await ask<{ bursts: number, ended: number }>(subscribers, { cmd: 'received' })
   const report = await ask<Report>(subscribers, { cmd: 'report', acks: driven.acks })
-  return { ...report, acks: driven.acks.length, expected, failures: driven.failures, seconds: driven.seconds }
+  return { ...report, acks: driven.acks.length, expected, failures: driven.failures, seconds: driven.seconds, bursts: counts.bursts, ended: counts.ended }
 }
 
 function line (label: string, w: Window): string {
@@ -232,7 +248,7 @@ async function main (): Promise<void> {
   const ownerId = idOf(await call(`${a.url}/api/auth/me`, 'GET', owner))
   // The watched rooms: renames take turns among them, so no one room row is a hot spot of its own.
   const roomIds = await Promise.all(Array.from({ length: ROOMS }, async () => idOf(await call(`${a.url}/api/rooms`, 'POST', owner, { name: 'seq-0', isPublic: true }))))
-  const watchers = await Promise.all(Array.from({ length: Math.ceil(SUBSCRIBERS / STREAMS_PER_USER) }, async (_, i) => await signIn(a, `live-watcher-${Date.now()}-${i}@bench.test`, `10.9.1.${i + 1}`)))
+  const watchers = await Promise.all(Array.from({ length: Math.ceil(SUBSCRIBERS / STREAMS_PER_USER) }, async (_, i) => await signIn(a, `live-watcher-${Date.now()}-${i}@bench.test`, address(1, i))))
   for (const cookie of watchers) for (const roomId of roomIds) await call(`${b.url}/api/canvas/state?roomId=${roomId}`, 'GET', cookie)
 
   // Full rooms for the layouts, written straight to the table as the create operation writes them.
@@ -247,7 +263,7 @@ async function main (): Promise<void> {
   const subscribers = spawnScript('sse-subscribers.ts', {})
   const targets = Array.from({ length: SUBSCRIBERS }, (_, k) => ({
     url: `${b.url}/api/sync/subscribe`,
-    headers: { cookie: `app_session=${watchers[Math.floor(k / STREAMS_PER_USER)] ?? ''}`, 'x-forwarded-for': `10.9.2.${k + 1}` }
+    headers: { cookie: `app_session=${watchers[Math.floor(k / STREAMS_PER_USER)] ?? ''}`, 'x-forwarded-for': address(16, k) }
   }))
   const opened = await ask<{ opened: number, failed: number }>(subscribers, { cmd: 'open', targets })
   if (opened.failed > 0) throw new Error(`could not open every stream: ${JSON.stringify(opened)}`)
@@ -316,6 +332,43 @@ async function main (): Promise<void> {
     console.log(`  median deliveries/s: no pruning ${rate(without).toFixed(0)}, pruning in batches ${rate(pruning).toFixed(0)} (${(rate(pruning) / rate(without)).toFixed(2)}×), ` +
       `one-transaction delete ${rate(oneTransaction).toFixed(0)} (${(rate(oneTransaction) / rate(without)).toFixed(2)}×)`)
     console.log(`  median p99: ${median(without.map((w) => w.p99)).toFixed(1)} / ${median(pruning.map((w) => w.p99)).toFixed(1)} / ${median(oneTransaction.map((w) => w.p99)).toFixed(1)} ms`)
+  }
+
+  if (SCENARIOS.has('bursts')) {
+    console.log(`\n3. Delivery of ${RATE} renames/s while ${BURSTS} bursts of ${BURST_EVENTS} events × ${BURST_BYTES} bytes commit (each to all ${SUBSCRIBERS} streams), alternately on A and B`)
+    const spark = JSON.parse((await call(`${a.url}/api/sparks`, 'POST', owner, { roomId: roomIds[0], title: 'burst', content: '', x: 0, y: 0 })).text) as { data: object }
+    const quiet: Window[] = []
+    const bursting: Window[] = []
+    let lost = 0
+    let ended = 0
+    for (let round = 1; round <= ROUNDS; round++) {
+      quiet.push(await measure(subscribers, rename, { rate: RATE }))
+      console.log(line(`round ${round}, without bursts`, quiet[quiet.length - 1] as Window))
+      const committed: number[] = []
+      const bursts = (async () => {
+        for (let i = 0; i < BURSTS; i++) {
+          await sleep(SECONDS * 1000 / BURSTS / 2)
+          const reply = await ask<{ ms: number, error?: string }>((i % 2 === 0 ? a : b).child, { cmd: 'burst', spark: spark.data, userId: ownerId, events: BURST_EVENTS, bytes: BURST_BYTES, tag: `${round}-${i}` })
+          if (reply.error !== undefined) throw new Error(`burst: ${reply.error}`)
+          committed.push(reply.ms)
+          await sleep(SECONDS * 1000 / BURSTS / 2)
+        }
+      })()
+      // The bursts' events land in the same count; a window's report resets it, so it is read first.
+      const window = await measure(subscribers, rename, { rate: RATE }, async () => {
+        await bursts
+        await settle(subscribers, BURSTS * BURST_EVENTS * SUBSCRIBERS, 'bursts')
+      })
+      bursting.push(window)
+      lost += BURSTS * BURST_EVENTS * SUBSCRIBERS - (window.bursts ?? 0)
+      ended = window.ended ?? 0
+      console.log(line(`round ${round}, with bursts`, window) + `   (burst events delivered ${window.bursts ?? 0} of ${BURSTS * BURST_EVENTS * SUBSCRIBERS}; ` +
+        `commits took median ${median(committed).toFixed(0)} ms; streams ended by the server so far: ${ended})`)
+    }
+    const quietP99 = median(quiet.map((w) => w.p99))
+    const burstP99 = median(bursting.map((w) => w.p99))
+    console.log(`  median p99: without ${quietP99.toFixed(1)} ms, with bursts ${burstP99.toFixed(1)} ms → ${(burstP99 / quietP99).toFixed(2)}× (goal ≤ 1.5×); ` +
+      `streams ended ${ended} (goal 0); burst events lost ${lost}, renames lost ${bursting.reduce((sum, w) => sum + w.expected - w.received, 0)} (goal 0)`)
   }
 
   await ask(subscribers, { cmd: 'close' })

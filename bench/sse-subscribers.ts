@@ -1,7 +1,9 @@
 // Child process of bench/sse.ts: holds many SSE connections and timestamps every message on arrival
 // (epoch milliseconds from the high-resolution clock, comparable with the parent's). Driven over IPC:
 //   { cmd: 'open', targets: [{ url, headers }] }  → { opened, failed, statuses }
-//   { cmd: 'received' }                             → { received }: messages with a marker so far
+//   { cmd: 'received' }                             → { received, bursts, ended }: messages with a marker
+//                                                     so far, burst events (title `burst-…`, bench/live-serve.ts)
+//                                                     received, and streams the server ended
 //   { cmd: 'report', acks: [[seq, ackTime, writer?]] }
 //                                                   → latency summary (receipt − acknowledgement), duplicates,
 //                                                     and, when acks name their writer, the summary split by
@@ -26,11 +28,20 @@ const now = (): number => performance.timeOrigin + performance.now()
 const receipts = new Map<number, Array<{ at: number, connection: Connection }>>()
 let receivedCount = 0
 let duplicates = 0
+let burstCount = 0
+let endedCount = 0
+/** Set by `close`: streams closed from here on are not counted as ended by the server. */
+let closing = false
 const requests: ClientRequest[] = []
 const connections: Connection[] = []
 const MARKER = /seq-(\d+)/
+const BURST = '"title":"burst-'
 
 function record (frame: string, at: number, connection: Connection): void {
+  if (frame.includes(BURST)) {
+    burstCount++
+    return
+  }
   const match = MARKER.exec(frame)
   if (match?.[1] === undefined) return
   const seq = Number(match[1])
@@ -68,6 +79,7 @@ async function open (target: Target): Promise<number> {
         }
       })
       res.on('error', () => {})
+      res.on('close', () => { if (!closing) endedCount++ })
       resolve(200)
     })
     req.on('error', () => { resolve(-1) })
@@ -90,6 +102,7 @@ function clearReceipts (): void {
   receipts.clear()
   receivedCount = 0
   duplicates = 0
+  burstCount = 0
   for (const connection of connections) connection.seen.clear()
 }
 
@@ -111,7 +124,7 @@ process.on('message', (message: Command) => {
       for (const connection of connections) if (connection.upstream !== undefined) upstreams[connection.upstream] = (upstreams[connection.upstream] ?? 0) + 1
       process.send?.({ opened, failed: message.targets.length - opened, statuses, upstreams })
     } else if (message.cmd === 'received') {
-      process.send?.({ received: receivedCount })
+      process.send?.({ received: receivedCount, bursts: burstCount, ended: endedCount })
     } else if (message.cmd === 'report') {
       const latencies: number[] = []
       const same: number[] = []
@@ -127,6 +140,7 @@ process.on('message', (message: Command) => {
       process.send?.({ received: all.n, p50: all.p50, p99: all.p99, max: all.max, duplicates, same: summary(same), cross: summary(cross) })
       clearReceipts()
     } else {
+      closing = true
       for (const req of requests.splice(0)) req.destroy()
       connections.length = 0
       process.send?.({ closed: true })

@@ -25,6 +25,7 @@ import { startDeletionResumes } from './core/users/deletion-resume.js'
 import { startRetention } from './core/retention/retention.js'
 import { healthRoute, watchForFailures } from './http/health.routes.js'
 import { createHealthMonitor, type HealthMonitor } from './http/health-monitor.js'
+import { databaseHealth } from './http/database-health.js'
 import { frameworkErrorAnswer, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
 import { installNotFound } from './http/not-found.js'
 import { clientErrorAnswer } from './http/client-errors.js'
@@ -161,7 +162,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     }),
     clock,
     log: app.log,
-    heartbeatMs: config.sseHeartbeatMs
+    heartbeatMs: config.sseHeartbeatMs,
+    stallMs: config.sseStallMs
   })
   // CPU-heavy work runs on worker threads (src/compute); closed after the requests awaiting it.
   const compute = createCompute(config, app.log, metrics === undefined ? undefined : (name, seconds, outcome) => { metrics.computeTask(name, seconds, outcome) })
@@ -249,7 +251,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const countedAlone = (): number => Object.values(limiter?.counts.snapshot() ?? {}).reduce((sum, bySource) => sum + (bySource.late ?? 0) + (bySource.unavailable ?? 0), 0)
   let countedAloneAtCheck = 0
   const probes: Record<string, HealthProbe> = {
-    database: { essential: true, check: async () => { await database.ping(); return 'healthy' } },
+    database: databaseHealth(database),
     cache: {
       // The limiter falls back to per-instance memory when Redis is down: degraded, not down.
       essential: false,

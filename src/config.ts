@@ -44,6 +44,9 @@ export interface Config {
   /** Prepended to every rate-limit counter key in Redis, so several deployments (or test runs) can share one Redis. */
   readonly rateLimitKeyPrefix: string
   readonly sseHeartbeatMs: number
+  /** An event stream whose client takes nothing this long while at least 1 MiB waits for it is cut
+   *  off (DECISIONS §17: 30 s). Not read from the environment: tests build a config with a shorter one. */
+  readonly sseStallMs: number
   readonly rtcAppId: string | undefined
   readonly rtcAppCertificate: string | undefined
   /** The admin identity provider (DECISIONS §12); undefined: admin routes answer 503. */
@@ -340,6 +343,7 @@ export function loadConfig (env: Env = process.env): Config {
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 100, 86_400_000),
     rateLimitKeyPrefix: keyPrefix(env, 'RATE_LIMIT_KEY_PREFIX', 'rl:'),
     sseHeartbeatMs: integer(env, 'SSE_HEARTBEAT_MS', 30_000, 10, 3_600_000),
+    sseStallMs: 30_000,
     rtcAppId: text(env, 'RTC_APP_ID'),
     rtcAppCertificate: text(env, 'RTC_APP_CERTIFICATE'),
     oidc: oidc(env),

@@ -7,14 +7,21 @@ export interface HealthPart {
   latency: number
   /** With `delayed`: how late, in ms. */
   lag?: number
+  /** With a saturated pool: how long the oldest request has waited for a connection (ms), and how many wait. */
+  poolWait?: number
+  waiting?: number
 }
 
 /** A delayed part's reading. */
 export interface Delayed { status: 'delayed', lag: number }
 
+/** The database answers, but requests queue for its pool's connections. */
+export interface PoolSaturated { status: 'degraded', poolWait: number, waiting: number }
+
 export interface HealthProbe {
-  /** Resolves when the part works; 'degraded' when it works through a fallback; Delayed when it works late. */
-  check (): Promise<'healthy' | 'degraded' | Delayed>
+  /** Resolves when the part works; 'degraded' when it works through a fallback; Delayed when it
+   *  works late; PoolSaturated when it works but requests wait for its connections. */
+  check (): Promise<'healthy' | 'degraded' | Delayed | PoolSaturated>
   /** An unhealthy part that the service can live without makes the report degraded, not unhealthy. */
   essential: boolean
   /** What the part knows in memory, free to read on every request: true when it met trouble since
@@ -45,7 +52,10 @@ async function probe (check: HealthProbe['check']): Promise<HealthPart> {
       })
     ])
     const latency = Math.round((performance.now() - started) * 100) / 100
-    return typeof reading === 'string' ? { status: reading, latency } : { status: reading.status, latency, lag: reading.lag }
+    if (typeof reading === 'string') return { status: reading, latency }
+    return reading.status === 'delayed'
+      ? { status: reading.status, latency, lag: reading.lag }
+      : { status: reading.status, latency, poolWait: reading.poolWait, waiting: reading.waiting }
   } catch {
     return { status: 'unhealthy', latency: Math.round((performance.now() - started) * 100) / 100 }
   } finally {

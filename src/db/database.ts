@@ -7,7 +7,9 @@ import { Kysely, sql, type KyselyConfig } from 'kysely'
 import type pg from 'pg'
 import { PGliteDialect } from './pglite-dialect.js'
 import { migrateOrVerify, migrateToLatest } from './migrate.js'
+import { createDatabaseProbe } from './database-probe.js'
 import { OutageAwarePostgresDialect } from './outage-dialect.js'
+import { PoolWaits, type PoolWait } from './pool-waits.js'
 import { createPostgresPool } from './postgres-pool.js'
 import type { Database } from './schema.js'
 
@@ -20,7 +22,11 @@ export interface DatabaseHandle {
   readonly pglite: PGlite | undefined
   /** The pg pool on Postgres; undefined on PGlite. */
   readonly pool: pg.Pool | undefined
+  /** Resolves when the database answers: on Postgres over a connection of its own (database-probe.ts),
+   *  never one of the request pool, so a busy pool does not look like a database that is down. */
   ping (): Promise<void>
+  /** How long requests wait for a pooled connection (Postgres); undefined on PGlite, which has no pool. */
+  poolWait (): PoolWait | undefined
   close (): Promise<void>
 }
 
@@ -50,16 +56,22 @@ function queryLog (options: DatabaseOptions): Pick<KyselyConfig, 'log'> {
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
     const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10, idleInTransactionTimeoutMs: options.databaseIdleInTransactionTimeoutMs })
-    const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }), ...queryLog(options) })
+    const waits = new PoolWaits()
+    const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }, waits), ...queryLog(options) })
     // As the tables' owner: migrate. As a service role without ownership: only check none is pending.
     await migrateOrVerify(db)
+    const probe = createDatabaseProbe(options.databaseUrl)
     return {
       db,
       kind: 'postgres',
       pglite: undefined,
       pool,
-      ping: async () => { await sql`select 1`.execute(db) },
-      close: async () => { await db.destroy() }
+      ping: async () => { await probe.ping() },
+      poolWait: () => waits.current(),
+      close: async () => {
+        await probe.close()
+        await db.destroy()
+      }
     }
   }
   const dir = join(options.dataDir, 'pglite')
@@ -73,6 +85,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<DatabaseH
     pglite,
     pool: undefined,
     ping: async () => { await sql`select 1`.execute(db) },
+    poolWait: () => undefined,
     close: async () => {
       await db.destroy()
       await pglite.close()

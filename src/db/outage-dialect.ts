@@ -2,6 +2,7 @@
 // the server (taking a connection, a query, begin/commit/rollback, savepoints) turns a lost or
 // refused connection into DatabaseUnavailableError (which the core maps to `unavailable`), so every
 // operation of the core answers 503 / UNAVAILABLE during an outage without handling it itself. Other errors pass through unchanged.
+// Given PoolWaits, it also times every wait for a connection (what /health reports of the pool).
 import {
   PostgresDialect,
   type CompiledQuery,
@@ -9,9 +10,11 @@ import {
   type Driver,
   type QueryCompiler,
   type QueryResult,
+  type PostgresDialectConfig,
   type TransactionSettings
 } from 'kysely'
 import { translateOutage } from './outage-errors.js'
+import type { PoolWaits } from './pool-waits.js'
 
 async function translated<T> (step: () => Promise<T>): Promise<T> {
   try {
@@ -45,14 +48,15 @@ function unwrap (connection: DatabaseConnection): DatabaseConnection {
 type CompileQuery = QueryCompiler['compileQuery']
 
 class OutageAwareDriver implements Driver {
-  constructor (private readonly inner: Driver) {}
+  constructor (private readonly inner: Driver, private readonly waits: PoolWaits | undefined) {}
 
   async init (): Promise<void> {
     await translated(async () => { await this.inner.init() })
   }
 
   async acquireConnection (): Promise<DatabaseConnection> {
-    return new OutageAwareConnection(await translated(async () => await this.inner.acquireConnection()))
+    const acquire = async (): Promise<DatabaseConnection> => await translated(async () => await this.inner.acquireConnection())
+    return new OutageAwareConnection(this.waits === undefined ? await acquire() : await this.waits.time(acquire))
   }
 
   async beginTransaction (connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
@@ -89,7 +93,14 @@ class OutageAwareDriver implements Driver {
 }
 
 export class OutageAwarePostgresDialect extends PostgresDialect {
+  private readonly waits: PoolWaits | undefined
+
+  constructor (config: PostgresDialectConfig, waits?: PoolWaits) {
+    super(config)
+    this.waits = waits
+  }
+
   override createDriver (): Driver {
-    return new OutageAwareDriver(super.createDriver())
+    return new OutageAwareDriver(super.createDriver(), this.waits)
   }
 }

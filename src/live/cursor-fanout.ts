@@ -1,11 +1,14 @@
 // Cursor traffic to the streams of a room's visible members (DECISIONS §7): the coalesced batches and
 // the leaves that CursorPresence hands on, never to the user whose cursor it is. Chained, so a batch
-// never overtakes the leave that followed it.
+// never overtakes the leave that followed it. A stream waiting for its connection skips a batch (the
+// next one carries the newest positions); a stream catching up from the log skips leaves too
+// (stream-outbox.ts).
 import type { AudienceResolver } from '../core/audience.js'
 import type { CursorPosition } from '../core/canvas/canvas.types.js'
 import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
 import type { CursorPresence } from './cursor-presence.js'
+import type { NoteKind } from './stream-outbox.js'
 import type { OpenStreams, Stream, StreamMessage } from './streams.js'
 import { logThrottled } from '../infra/throttled-log.js'
 
@@ -13,7 +16,7 @@ export function fanOutCursors (options: { presence: CursorPresence, audience: Au
   const { presence, audience, streams, clock, log } = options
   let chain: Promise<void> = Promise.resolve()
 
-  function deliverToRoom (roomId: string, build: (stream: Stream) => StreamMessage | undefined): void {
+  function deliverToRoom (roomId: string, kind: NoteKind, build: (stream: Stream) => StreamMessage | undefined): void {
     if (streams.size === 0) return
     const recipients = audience.recipientsOf({ kind: 'room', roomId })
     recipients.catch(() => {}) // reported where it is awaited
@@ -21,7 +24,7 @@ export function fanOutCursors (options: { presence: CursorPresence, audience: Au
       try {
         streams.forEachOf(await recipients, (stream) => {
           const message = build(stream)
-          if (message !== undefined) stream.connection.send(message)
+          if (message !== undefined) stream.outbox.note(message, kind)
         })
       } catch (error) {
         // Cursors are ephemeral: the next batch carries the newest positions anyway.
@@ -34,7 +37,7 @@ export function fanOutCursors (options: { presence: CursorPresence, audience: Au
     const timestamp = clock.now().toISOString()
     const everyone: StreamMessage = { data: { type: 'cursors:batch-updated', payload: { cursors }, timestamp } }
     const withoutOwn = new Map<string, StreamMessage | undefined>()
-    deliverToRoom(roomId, (stream) => {
+    deliverToRoom(roomId, 'cursors', (stream) => {
       if (!cursors.some((c) => c.userId === stream.userId)) return everyone
       if (!withoutOwn.has(stream.userId)) {
         const others: CursorPosition[] = cursors.filter((c) => c.userId !== stream.userId)
@@ -46,6 +49,6 @@ export function fanOutCursors (options: { presence: CursorPresence, audience: Au
 
   presence.onLeft((roomId, userId) => {
     const message: StreamMessage = { data: { type: 'cursor:left', payload: { userId, roomId }, timestamp: clock.now().toISOString(), userId } }
-    deliverToRoom(roomId, (stream) => stream.userId === userId ? undefined : message)
+    deliverToRoom(roomId, 'cursor-left', (stream) => stream.userId === userId ? undefined : message)
   })
 }

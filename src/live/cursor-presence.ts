@@ -73,6 +73,7 @@ export function createCursorPresence (relay: CursorRelay, log: Logger, now: () =
   const batchHandlers: Array<(roomId: string, cursors: CursorPosition[]) => void> = []
   const leftHandlers: Array<(roomId: string, userId: string) => void> = []
   let relayTimer: NodeJS.Timeout | undefined
+  let sending: Promise<void> = Promise.resolve()
   let deliverTimer: NodeJS.Timeout | undefined
   let stopped = false
 
@@ -103,8 +104,10 @@ export function createCursorPresence (relay: CursorRelay, log: Logger, now: () =
     }
     cut()
     outbox.clear()
+    // One relay message at a time: two NOTIFYs in flight on two connections may commit in either
+    // order, and an older position arriving last would be the one delivered.
     for (const message of messages) {
-      relay.send(message).catch((error: unknown) => { logThrottled(log, 'warn', 'cursor relay failed; positions dropped', { err: error }) })
+      sending = sending.then(async () => { await relay.send(message) }).catch((error: unknown) => { logThrottled(log, 'warn', 'cursor relay failed; positions dropped', { err: error }) })
     }
   }
 

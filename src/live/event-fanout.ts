@@ -1,13 +1,12 @@
 // Committed events to the streams that may see them. The bus hands over events in log order; who
 // receives one is asked of the core's audience rule (DECISIONS §5, §7) once per distinct audience
 // per batch, at the moment of delivery, and the event is written to this instance's streams of those
-// users. Cursor events never reach their own user. A stream still being replayed keeps live events
-// in its buffer; one that replay already covered skips them.
+// users. Cursor events never reach their own user. Each stream's outbox paces what it is given
+// (stream-outbox.ts): it skips what it already covered and only counts what it will read from the log.
 import type { AudienceResolver } from '../core/audience.js'
 import type { Audience } from '../core/events.js'
 import type { Logger } from '../infra/logger.js'
 import type { EventLogBus, LoggedEvent } from './event-log-bus.js'
-import { comparePositions } from './log-position.js'
 import type { OpenStreams, StreamMessage } from './streams.js'
 import { logThrottled } from '../infra/throttled-log.js'
 
@@ -46,13 +45,9 @@ export function fanOutEvents (options: { bus: EventLogBus, audience: AudienceRes
     const message = messageOf(event)
     const owner = cursorOwnerOf(event)
     streams.forEachOf(recipients, (stream) => {
-      if (stream.userId === owner || comparePositions(event.position, stream.floor) <= 0) return
-      if (stream.buffer !== undefined) {
-        stream.buffer.push({ position: event.position, message })
-        return
-      }
+      if (stream.userId === owner) return
       try {
-        stream.connection.send(message)
+        stream.outbox.event(event.position, message)
       } catch (error) {
         logThrottled(log, 'error', 'live events: writing to a stream failed', { err: error, eventId: event.id, type: event.type })
       }

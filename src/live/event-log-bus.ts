@@ -17,7 +17,7 @@ import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
 import type { AnyEvent, Audience, EventListener, EventNotifier } from '../core/events.js'
 import { watchStalls } from './delivery-stall.js'
-import { countEventsAfter, findEventsBetween, findFinalEventsAfter, logBounds, notify, pruneBatch, type EventLogRow } from './event-log.repository.js'
+import { countEventsAfter, findEventPage, findFinalEventsAfter, logBounds, notify, pruneBatch, type EventLogRow } from './event-log.repository.js'
 import type { LiveChannel } from './live-channel.js'
 import { comparePositions, formatPosition, LOG_START, type LogPosition } from './log-position.js'
 import { logThrottled } from '../infra/throttled-log.js'
@@ -40,6 +40,17 @@ const HELD_BACK_MAX_MS = 200
 /** An event as the log holds it: the bus event, its place in the delivery order and its SSE `id`. */
 export type LoggedEvent = AnyEvent & { readonly id: string, readonly position: LogPosition }
 
+export interface EventPage {
+  events: LoggedEvent[]
+  /** The payload bytes of the page's events. */
+  bytes: number
+  /** The page was cut by a bound: more events may follow its last row. */
+  more: boolean
+  /** The position of its last row (one the bus could not read as an event included). */
+  last: LogPosition | undefined
+  prunedThrough: LogPosition
+}
+
 export interface EventLogBus extends EventNotifier {
   /** Every delivered event, with its place in the log. */
   follow (listener: (event: LoggedEvent) => void): () => void
@@ -47,8 +58,14 @@ export interface EventLogBus extends EventNotifier {
   subscribe (listener: EventListener): () => void
   /** The newest final position in the log and the position up to which it has been pruned. */
   bounds (): Promise<{ newest: LogPosition, prunedThrough: LogPosition }>
-  /** Logged events with `after < position <= upTo`, in delivery order, at most `limit`. */
-  readBetween (after: LogPosition, upTo: LogPosition, limit: number): Promise<LoggedEvent[]>
+  /**
+   * The newest position handed to the followers: every event at or before it has been handed on
+   * (a stream catching up from the log is caught up once it has read that far).
+   */
+  position (): LogPosition
+  /** A page of the logged events with `after < position <= upTo`, in delivery order, bounded by count
+   *  and by bytes (event-log.repository.ts `findEventPage`). */
+  readPage (after: LogPosition, upTo: LogPosition, limit: number, maxBytes: number): Promise<EventPage>
   countAfter (after: LogPosition, cap: number): Promise<number>
   /** Removes events older than the retention window (0 when another instance is pruning); runs hourly on its own. */
   prune (): Promise<number>
@@ -238,9 +255,10 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     follow: subscribe,
     subscribe,
     bounds: async () => await logBounds(readDb),
-    async readBetween (after, upTo, limit) {
-      const rows = await findEventsBetween(readDb, after, upTo, limit)
-      return rows.map(toEvent).filter((e): e is LoggedEvent => e !== undefined)
+    position: () => delivered,
+    async readPage (after, upTo, limit, maxBytes) {
+      const page = await findEventPage(readDb, after, upTo, limit, maxBytes)
+      return { events: page.rows.map(toEvent).filter((e): e is LoggedEvent => e !== undefined), bytes: page.bytes, more: page.more, last: page.last, prunedThrough: page.prunedThrough }
     },
     countAfter: async (after, cap) => await countEventsAfter(readDb, after, cap),
     prune,

@@ -68,15 +68,37 @@ export async function findFinalEventsAfter (db: Db, after: LogPosition, limit: n
   return { rows, waiting }
 }
 
-/** Events with `after < position <= upTo` (all final when `upTo` is), in delivery order, at most `limit`. */
-export async function findEventsBetween (db: Db, after: LogPosition, upTo: LogPosition, limit: number): Promise<EventLogRow[]> {
-  const result = await sql<RawRow>`
-    select tx::text, id::text, type, payload, audience, user_id, created_at
-    from event_log
-    where (tx, id) > ${at(after)} and (tx, id) <= ${at(upTo)}
-    order by event_log.tx, event_log.id
-    limit ${limit}`.execute(db)
-  return result.rows.map(toRow)
+/**
+ * A page of the events with `after < position <= upTo` (all final when `upTo` is), in delivery
+ * order: at most `limit` events, and no more than `maxBytes` of payload text except that a page
+ * always holds its first event (so one large event is still read, alone). `bytes`: the page's
+ * payload text; `more`: the page was cut by either bound (the next page starts after `last`, its
+ * last row). `prunedThrough`: the prune horizon, so a reader that is behind it learns its events are
+ * gone. Postgres sizes every row it scans (up to `limit`), but only the page leaves the database: a
+ * reader of large events asks for fewer.
+ */
+export async function findEventPage (db: Db, after: LogPosition, upTo: LogPosition, limit: number, maxBytes: number): Promise<{ rows: EventLogRow[], bytes: number, more: boolean, last: LogPosition | undefined, prunedThrough: LogPosition }> {
+  const result = await sql<RawRow & { bytes: string, through: string, pruned_tx: string, pruned_through: string }>`
+    with scanned as (
+      select event_log.tx, event_log.id, type, payload, audience, user_id, created_at, octet_length(payload::text) as bytes
+      from event_log
+      where (event_log.tx, event_log.id) > ${at(after)} and (event_log.tx, event_log.id) <= ${at(upTo)}
+      order by event_log.tx, event_log.id
+      limit ${limit}
+    ),
+    sized as (select scanned.*, sum(bytes) over (order by scanned.tx, scanned.id) as through from scanned)
+    select sized.tx::text, sized.id::text, type, payload, audience, user_id, created_at, bytes::text, through::text,
+      h.pruned_tx::text, h.pruned_through::text
+    from event_log_horizon h left join sized on sized.through - sized.bytes < ${maxBytes}
+    order by sized.tx, sized.id`.execute(db)
+  const first = result.rows[0]
+  const prunedThrough = { tx: BigInt(first?.pruned_tx ?? '0'), id: BigInt(first?.pruned_through ?? '0') }
+  const found = result.rows.filter((row) => row.tx !== null)
+  const last = found[found.length - 1]
+  const bytes = last === undefined ? 0 : Number(last.through)
+  const more = found.length === limit || bytes >= maxBytes
+  const rows = found.map(toRow)
+  return { rows, bytes, more, last: rows[rows.length - 1]?.position, prunedThrough }
 }
 
 /** How many events follow `after` (stops counting at `cap`). */

@@ -1,21 +1,28 @@
 // The database connections of the live stream. LISTEN: in-process on PGlite, one dedicated
 // connection on Postgres. Reads on the delivery path (loading logged events, resolving recipients,
 // session checks): on Postgres a small pool of their own, so a write pool saturated by requests never
-// holds deliveries back behind queued transactions; on PGlite the one embedded connection.
+// holds deliveries back behind queued transactions; on PGlite the one embedded connection. Streams
+// catching up from the log (every client reconnecting at once after a restart) read on the same pool,
+// but at most READ_POOL_SIZE - 1 of their reads run at once: one connection is always left for live
+// delivery.
 import { Kysely, sql } from 'kysely'
+import pLimit from 'p-limit'
 import type { Config } from '../config.js'
 import type { Logger } from '../infra/logger.js'
 import type { DatabaseHandle, Db } from '../db/database.js'
 import { OutageAwarePostgresDialect } from '../db/outage-dialect.js'
 import { createPostgresPool } from '../db/postgres-pool.js'
 import type { Database } from '../db/schema.js'
+import type { CatchUpReads } from './replay.js'
 import { pgliteListener, postgresListener, type NotificationListener } from '../infra/notification-listener.js'
 
-const READ_POOL_SIZE = 3
+export const READ_POOL_SIZE = 3
 
 export interface LiveConnections {
   readonly listener: NotificationListener
   readonly readDb: Db
+  /** Runs a catch-up read (replay.ts) when fewer than its share of the read connections are busy with them. */
+  readonly catchUpReads: CatchUpReads
   /** Closes the read pool (the listener is closed by its user). */
   close (): Promise<void>
 }
@@ -25,6 +32,8 @@ export function liveConnectionsFor (database: DatabaseHandle, config: Config, lo
     return {
       listener: pgliteListener(database.pglite, async (statement) => { await sql.raw(statement).execute(database.db) }),
       readDb: database.db,
+      // The embedded database runs one statement at a time: live reads take turns with catch-ups.
+      catchUpReads: limitedTo(1),
       close: async () => {}
     }
   }
@@ -34,6 +43,12 @@ export function liveConnectionsFor (database: DatabaseHandle, config: Config, lo
   return {
     listener: postgresListener(config.databaseUrl, log),
     readDb,
+    catchUpReads: limitedTo(READ_POOL_SIZE - 1),
     close: async () => { await readDb.destroy() }
   }
+}
+
+function limitedTo (concurrency: number): CatchUpReads {
+  const limit = pLimit(concurrency)
+  return async (read) => await limit(read)
 }

@@ -35,11 +35,13 @@ export interface LiveOptions {
   clock: Clock
   log: Logger
   heartbeatMs: number
+  /** A stream's client that takes nothing this long while 1 MiB waits for it is cut off. */
+  stallMs: number
 }
 
 /** Resolves once this instance listens: every event committed from then on reaches it. */
 export async function startLive (options: LiveOptions): Promise<Live> {
-  const { db, connections, slots, clock, log, heartbeatMs } = options
+  const { db, connections, slots, clock, log, heartbeatMs, stallMs } = options
   const { readDb } = connections
   const channel = createLiveChannel(db, connections.listener, log)
   const bus = createEventLogBus({ db, readDb, channel, clock, log })
@@ -59,7 +61,7 @@ export async function startLive (options: LiveOptions): Promise<Live> {
     cursorFeed: presence,
     caps,
     streams (audience) {
-      hub ??= createStreamHub({ db: readDb, bus, channel, audience, presence, caps, clock, log, heartbeatMs })
+      hub ??= createStreamHub({ db: readDb, bus, channel, audience, presence, caps, clock, log, heartbeatMs, stallMs, catchUpReads: connections.catchUpReads })
       return hub
     },
     async close () {

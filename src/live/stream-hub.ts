@@ -1,9 +1,10 @@
 // The open event streams of this instance: opening one (with replay when it names Last-Event-ID),
-// closing it, and ending them all at shutdown. Transport-free: a stream is a StreamConnection (send a
-// message, end) that the SSE route provides. The work is done by units named for their job:
-// event-fanout.ts (committed events to the streams that may see them), replay.ts (what a reconnecting
-// client missed), cursor-fanout.ts (cursor batches and leaves) and stream-upkeep.ts (heartbeats, slot
-// refreshes, ending streams whose session ended).
+// closing it, and ending them all at shutdown. Transport-free: a stream writes to a StreamTransport
+// (bytes, end, abort) that the SSE route provides, paced by its outbox (stream-outbox.ts). The work is
+// done by units named for their job: event-fanout.ts (committed events to the streams that may see
+// them), replay.ts (what a reconnecting client missed, and catching up a stream that fell behind),
+// cursor-fanout.ts (cursor batches and leaves) and stream-upkeep.ts (heartbeats, slot refreshes,
+// ending streams whose session ended).
 import type { AudienceResolver } from '../core/audience.js'
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
@@ -15,10 +16,11 @@ import type { EventLogBus } from './event-log-bus.js'
 import { fanOutEvents } from './event-fanout.js'
 import type { LiveChannel } from './live-channel.js'
 import { formatPosition, LOG_START } from './log-position.js'
-import { replayMissed, resetMessage } from './replay.js'
+import { catchUp, replayMissed, resetMessage, type CatchUpReads } from './replay.js'
 import type { StreamCaps } from './stream-caps.js'
+import { StreamOutbox } from './stream-outbox.js'
 import { keepStreamsUp } from './stream-upkeep.js'
-import { OpenStreams, type Stream, type StreamConnection } from './streams.js'
+import { OpenStreams, type Stream, type StreamTransport } from './streams.js'
 import { logThrottled } from '../infra/throttled-log.js'
 
 export interface StreamOpen {
@@ -37,11 +39,22 @@ export interface StreamHandle {
 }
 
 export interface StreamHub {
-  open (connection: StreamConnection, options: StreamOpen): StreamHandle
+  open (transport: StreamTransport, options: StreamOpen): StreamHandle
   /** Graceful shutdown: ends every stream. */
   closeAll (): void
   stop (): void
   readonly size: number
+  /** How far behind their clients this instance's streams are (stream-outbox.ts). */
+  pacing (): StreamPacing
+}
+
+export interface StreamPacing {
+  /** Bytes held in memory for the streams (written and not taken, and queued): bounded per stream. */
+  heldBytes: number
+  /** Bytes the streams owe their clients: the held ones and those still to be read from the log. */
+  waitingBytes: number
+  /** Streams catching up from the log. */
+  catchingUp: number
 }
 
 export interface StreamHubOptions {
@@ -55,17 +68,21 @@ export interface StreamHubOptions {
   clock: Clock
   log: Logger
   heartbeatMs: number
+  /** A client that takes nothing this long while at least 1 MiB waits for it is cut off (DECISIONS §17: 30 s). */
+  stallMs: number
+  /** Bounds the catch-up reads on the live read pool (live-connections.ts). */
+  catchUpReads: CatchUpReads
 }
 
 export function createStreamHub (options: StreamHubOptions): StreamHub {
-  const { bus, audience, presence, caps, clock, log } = options
+  const { bus, audience, presence, caps, clock, log, stallMs } = options
   const streams = new OpenStreams()
   let closing = false
 
   function detach (stream: Stream, afterShutdown: boolean): void {
     if (stream.closed) return
     stream.closed = true
-    stream.buffer = undefined
+    stream.outbox.close()
     streams.remove(stream)
     if (stream.expiryTimer !== undefined) clearTimeout(stream.expiryTimer)
     caps.release(stream.slot)
@@ -79,53 +96,79 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
   function end (stream: Stream): void {
     if (stream.closed) return
     try {
-      stream.connection.end()
+      stream.transport.end()
     } finally {
       detach(stream, false)
     }
   }
 
+  function cut (stream: Stream, waitingBytes: number): void {
+    if (stream.closed) return
+    log.info({ userId: stream.userId, waitingBytes, stallMs }, 'live events: a stream\'s client took nothing while a megabyte waited for it; cutting it (it reconnects with Last-Event-ID)')
+    try {
+      stream.transport.abort()
+    } finally {
+      detach(stream, false)
+    }
+  }
+
+  const catchUpOptions = { bus, audience, clock, reads: options.catchUpReads }
+  function caughtUpOrEnded (stream: Stream, catching: Promise<void>): void {
+    catching.catch((error: unknown) => {
+      logThrottled(log, 'error', 'live events: catching a stream up failed; ending the stream so the client reconnects', { err: error })
+      end(stream)
+    })
+  }
+
   const events = fanOutEvents({ bus, audience, streams, log })
   // The log went back in time: what the streams were sent after its newest event no longer exists,
   // and later events will reuse those positions. Each stream is told to refetch and starts over from
-  // the log's newest position (one being replayed is ended instead: its client reconnects and is reset).
+  // the log's newest position (one catching up or with events waiting is ended instead: its client
+  // reconnects and is reset).
   bus.onRewind((from, to) => {
     const message = resetMessage('rewound', formatPosition(from), to, clock)
-    for (const stream of streams.list()) {
-      stream.floor = LOG_START
-      if (stream.buffer !== undefined) end(stream)
-      else stream.connection.send(message)
-    }
+    for (const stream of streams.list()) if (!stream.outbox.restart(message, to)) end(stream)
   })
   fanOutCursors({ presence, audience, streams, clock, log })
   const upkeep = keepStreamsUp({ ...options, streams, end })
 
   return {
-    open (connection, { userId, sessionId, expiresAt, slot, lastEventId }) {
+    open (transport, { userId, sessionId, expiresAt, slot, lastEventId }) {
       if (closing) {
         caps.release(slot)
-        connection.end()
+        transport.end()
         return { close: () => {} }
       }
+      const replaying = lastEventId !== undefined
       const stream: Stream = {
-        connection,
+        transport,
+        // A stream without Last-Event-ID gets what is handed on from now (SPEC: live events only).
+        outbox: new StreamOutbox(transport, {
+          through: replaying ? LOG_START : bus.position(),
+          catchingUp: replaying,
+          stallMs,
+          fellBehind: () => { caughtUpOrEnded(stream, catchUp(stream, catchUpOptions)) },
+          stalled: (waitingBytes) => { cut(stream, waitingBytes) },
+          // Its client reconnects with Last-Event-ID and misses nothing.
+          failed: (error) => {
+            logThrottled(log, 'error', 'live events: writing to a stream failed; ending it', { err: error, userId })
+            try {
+              end(stream)
+            } catch {
+              // A transport that cannot write may not end either; the stream is detached all the same.
+            }
+          }
+        }),
         userId,
         sessionId,
         slot,
         expiresAt: expiresAt?.getTime(),
         expiryTimer: undefined,
-        buffer: lastEventId === undefined ? undefined : [],
-        floor: LOG_START,
         closed: false
       }
       streams.add(stream)
       upkeep.watchExpiry(stream)
-      if (lastEventId !== undefined && !stream.closed) {
-        replayMissed(stream, lastEventId, { bus, audience, clock }).catch((error: unknown) => {
-          logThrottled(log, 'error', 'live events: replay failed; ending the stream so the client reconnects', { err: error })
-          end(stream)
-        })
-      }
+      if (lastEventId !== undefined && !stream.closed) caughtUpOrEnded(stream, replayMissed(stream, lastEventId, catchUpOptions))
       return { close: () => { detach(stream, false) } }
     },
 
@@ -133,7 +176,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
       closing = true
       for (const stream of streams.list()) {
         try {
-          stream.connection.end()
+          stream.transport.end()
         } finally {
           detach(stream, true)
         }
@@ -146,6 +189,16 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
       events.stop()
     },
 
-    get size () { return streams.size }
+    get size () { return streams.size },
+
+    pacing () {
+      const pacing: StreamPacing = { heldBytes: 0, waitingBytes: 0, catchingUp: 0 }
+      for (const stream of streams.list()) {
+        pacing.heldBytes += stream.outbox.heldBytes
+        pacing.waitingBytes += stream.outbox.waitingBytes
+        if (stream.outbox.catchingUp) pacing.catchingUp++
+      }
+      return pacing
+    }
   }
 }

@@ -82,14 +82,14 @@ export function keepStreamsUp (options: StreamUpkeepOptions): StreamUpkeep {
     tick = (tick + 1) % ticks
     if (streams.size === 0) return
     if (tick !== 0) {
-      for (const stream of streams.list()) stream.connection.ping()
+      for (const stream of streams.list()) stream.outbox.ping()
       return
     }
     const now = clock.now()
     const message: StreamMessage = { event: 'heartbeat', data: { timestamp: now.toISOString() } }
     const slots: Slot[] = []
     for (const stream of streams.list()) {
-      stream.connection.send(message)
+      stream.outbox.note(message, 'heartbeat')
       slots.push(stream.slot)
       watchExpiry(stream)
     }

@@ -1,7 +1,7 @@
 // The open event streams of this instance, indexed by user and by session: what every other unit of
 // delivery (event fan-out, replay, cursors, upkeep) reads and the hub (stream-hub.ts) writes.
 import type { Slot } from '../infra/stream-slots.js'
-import type { LogPosition } from './log-position.js'
+import type { StreamOutbox } from './stream-outbox.js'
 
 /** One SSE message: `data` is the JSON envelope; `event` names a non-default type (heartbeat). */
 export interface StreamMessage {
@@ -10,28 +10,32 @@ export interface StreamMessage {
   readonly data: object
 }
 
-export interface StreamConnection {
-  /** Writes one message; the same object goes to many streams, so it may be encoded once. */
-  send (message: StreamMessage): void
-  /** Writes an SSE comment line (`: ping`), which clients ignore: it keeps proxies from cutting a quiet stream. */
-  ping (): void
+/**
+ * The response a stream writes to (the SSE route provides it, over HTTP/1.1 or HTTP/2). Writes are
+ * paced by the stream's outbox (stream-outbox.ts), never by the transport.
+ */
+export interface StreamTransport {
+  /** Hands bytes to the client's connection; `taken` runs once the connection has taken them (they
+   *  left the process), never synchronously. */
+  write (bytes: Buffer, taken: () => void): void
+  /** The writes made inside leave together (one chunk on HTTP/1.1). */
+  batch (writes: () => void): void
   /** Ends the response (server side). */
   end (): void
+  /** Cuts the response at once: its client stopped taking what it is sent. */
+  abort (): void
 }
 
 export interface Stream {
-  readonly connection: StreamConnection
+  readonly transport: StreamTransport
+  /** What the stream has to send, paced by its client. */
+  readonly outbox: StreamOutbox
   readonly userId: string
   readonly sessionId: string
   readonly slot: Slot
   /** When the stream's credential stops being valid (ms since the epoch). */
   readonly expiresAt: number | undefined
   expiryTimer: NodeJS.Timeout | undefined
-  /** Set while a replay runs: live events wait here. */
-  buffer: Array<{ position: LogPosition, message: StreamMessage }> | undefined
-  /** After a replay: the position it covered. A live event at or before it (final before the
-   *  stream opened but handed over late) was already replayed or deliberately skipped. */
-  floor: LogPosition
   closed: boolean
 }
 

@@ -1,20 +1,16 @@
 // GET /api/sync/subscribe: the Server-Sent Events stream (SPEC Events; DECISIONS §7). Cookie or
-// Bearer; headers are flushed at once, so a client that sees them is subscribed. Messages are
-// default-type SSE messages whose data is the SPEC envelope and whose `id` is the event log id
-// (cursor messages are ephemeral and carry none); `heartbeat` is a named event. Which events a
-// stream gets, replay after Last-Event-ID and session ends are the hub's business (src/live).
+// Bearer; headers are flushed at once, so a client that sees them is subscribed. What a stream is
+// sent, how it is encoded and paced by its client (DECISIONS §17), replay after Last-Event-ID and
+// session ends are the hub's business (src/live): this route admits, opens and hands it the response.
 import type { FastifyInstance } from 'fastify'
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import type { OutgoingHttpHeaders } from 'node:http'
 import { AppError } from '../core/errors.js'
 import { STREAM_CAP_RETRY_AFTER_S, STREAMS_PER_IP, STREAMS_PER_USER, type StreamCaps } from '../live/stream-caps.js'
 import type { StreamHub } from '../live/stream-hub.js'
-import type { StreamMessage } from '../live/streams.js'
 import { sendAppError } from './errors.js'
 import { actorOf } from './identity.js'
 import { eventStream } from './responses.js'
 
-/** A client this far behind is cut off (it reconnects with Last-Event-ID and is replayed what it missed). */
-const MAX_UNSENT_BYTES = 1 << 20
 /** How long an EventSource waits before reconnecting after the stream ends. */
 const RECONNECT_DELAY_MS = 2_000
 /**
@@ -23,7 +19,6 @@ const RECONNECT_DELAY_MS = 2_000
  * which holds every event in its compressor (DECISIONS §16).
  */
 const STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' }
-const PING_FRAME = ': ping\n\n'
 
 export interface SyncRouteOptions {
   streams: StreamHub
@@ -31,25 +26,6 @@ export interface SyncRouteOptions {
 }
 
 export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
-  // One message object goes to many streams: encode it once.
-  const frames = new WeakMap<StreamMessage, string>()
-  function frameOf (message: StreamMessage): string {
-    let frame = frames.get(message)
-    if (frame === undefined) {
-      frame = `${message.event === undefined ? '' : `event: ${message.event}\n`}${message.id === undefined ? '' : `id: ${message.id}\n`}data: ${JSON.stringify(message.data)}\n\n`
-      frames.set(message, frame)
-    }
-    return frame
-  }
-
-  // Messages written in one turn of the event loop (a batch of events) leave in one write per
-  // stream: each stream is corked on its first message and all are uncorked together right after.
-  const corked = new Set<ServerResponse>()
-  function uncorkAll (): void {
-    for (const raw of corked) raw.uncork()
-    corked.clear()
-  }
-
   return async function (app: FastifyInstance): Promise<void> {
     app.get('/subscribe', { schema: { summary: 'The event stream (Server-Sent Events)', tags: ['sync'], response: eventStream('The events the caller may see, as Server-Sent Events') }, config: { operation: 'sync.subscribe' } }, async (request, reply) => {
       const actor = actorOf(request)
@@ -76,22 +52,25 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
       reply.hijack()
       raw.writeHead(200, headers)
       raw.write(`retry: ${RECONNECT_DELAY_MS}\n: subscribed\n\n`)
+      // HTTP/1.1's ServerResponse and HTTP/2's compatibility response both call a write's callback once
+      // the connection took its bytes (HTTP/2: within the stream's flow-control window).
       const handle = streams.open({
-        send (message) {
-          if (raw.writableEnded || raw.destroyed) return
-          if (!corked.has(raw)) {
-            if (corked.size === 0) setImmediate(uncorkAll)
-            corked.add(raw)
-            raw.cork()
-          }
-          raw.write(frameOf(message))
-          if (raw.writableLength > MAX_UNSENT_BYTES) raw.destroy()
+        write (bytes, taken) {
+          if (!raw.writableEnded && !raw.destroyed) raw.write(bytes, taken)
         },
-        ping () {
-          if (!raw.writableEnded && !raw.destroyed) raw.write(PING_FRAME)
+        batch (writes) {
+          raw.cork()
+          try {
+            writes()
+          } finally {
+            raw.uncork()
+          }
         },
         end () {
           if (!raw.writableEnded) raw.end()
+        },
+        abort () {
+          raw.destroy()
         }
       }, {
         userId: actor.userId,

@@ -95,7 +95,8 @@ async function run (bin: string, program: string, args: string[]): Promise<void>
   }
 }
 
-export async function startOwnPostgres (): Promise<OwnPostgres> {
+/** `settings`: server settings for its command line (`-c name=value`), e.g. `{ wal_level: 'minimal' }`. */
+export async function startOwnPostgres ({ settings = {} }: { settings?: Record<string, string> } = {}): Promise<OwnPostgres> {
   const bin = postgresBinaries()
   if (bin === undefined) throw new Error('initdb not found')
   const dir = mkdtempSync(join(tmpdir(), 'canvas-pg-'))
@@ -106,7 +107,7 @@ export async function startOwnPostgres (): Promise<OwnPostgres> {
   const log = join(dir, 'log')
   const port = await freePort()
   // fsync off: the data is thrown away; a clean `-m fast` shutdown loses nothing anyway.
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`
+  const options = [`-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)].join(' ')
   const start = async (): Promise<void> => { await run(bin, 'pg_ctl', ['-D', data, '-o', options, '-l', log, '-w', 'start']) }
   const stop = async (): Promise<void> => { await run(bin, 'pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']) }
   // Postgres runs detached from this process: should the test process die (the very failure these

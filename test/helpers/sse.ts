@@ -1,6 +1,7 @@
 // A real SSE client for tests: fetch against the listening server and an incremental parser of the
 // text/event-stream format (fields `event`, `id`, `data`, `retry`, comments), so a test can read
-// status and headers, wait for messages, and prove an absence by waiting for a later marker.
+// status and headers, wait for messages, and prove an absence by waiting for a later marker. The
+// parser alone (`sseParser`) serves clients that pace their own reading (test/sync.pacing.test.ts).
 import { comparePositions, LOG_START, parsePosition } from '../../src/live/log-position.js'
 
 export interface SseMessage {
@@ -52,42 +53,12 @@ export async function openStream (origin: string, options: SseOptions = {}): Pro
   async function pump (): Promise<void> {
     if (response.body === null) return
     const decoder = new TextDecoder()
-    let buffer = ''
-    let event = ''
-    let id: string | undefined
-    let data: string[] = []
+    const parse = sseParser((message) => {
+      messages.push(message)
+      for (const wake of waiters) wake()
+    }, (text) => { comments.push({ text, after: messages.length }) })
     try {
-      for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true })
-        let newline: number
-        while ((newline = buffer.indexOf('\n')) !== -1) {
-          const line = buffer.slice(0, newline).replace(/\r$/, '')
-          buffer = buffer.slice(newline + 1)
-          if (line === '') {
-            if (data.length > 0) {
-              const text = data.join('\n')
-              let json: SseMessage['json'] = {}
-              try { json = JSON.parse(text) as SseMessage['json'] } catch {}
-              messages.push({ event: event === '' ? 'message' : event, id, data: text, json })
-              for (const wake of waiters) wake()
-            }
-            event = ''
-            id = undefined
-            data = []
-            continue
-          }
-          if (line.startsWith(':')) {
-            comments.push({ text: line.slice(1).replace(/^ /, ''), after: messages.length })
-            continue
-          }
-          const colon = line.indexOf(':')
-          const field = colon === -1 ? line : line.slice(0, colon)
-          const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '')
-          if (field === 'event') event = value
-          else if (field === 'id') id = value
-          else if (field === 'data') data.push(value)
-        }
-      }
+      for await (const chunk of response.body) parse(decoder.decode(chunk as Uint8Array, { stream: true }))
     } catch {
       // aborted by close()
     } finally {
@@ -133,13 +104,54 @@ export async function openStream (origin: string, options: SseOptions = {}): Pro
   }
 }
 
+/**
+ * An incremental parser of the text/event-stream format (fields `event`, `id`, `data`; comments):
+ * feed it text as it arrives, in any pieces.
+ */
+export function sseParser (onMessage: (message: SseMessage) => void, onComment: (text: string) => void = () => {}): (text: string) => void {
+  let buffer = ''
+  let event = ''
+  let id: string | undefined
+  let data: string[] = []
+  return (text) => {
+    buffer += text
+    let newline: number
+    while ((newline = buffer.indexOf('\n')) !== -1) {
+      const line = buffer.slice(0, newline).replace(/\r$/, '')
+      buffer = buffer.slice(newline + 1)
+      if (line === '') {
+        if (data.length > 0) {
+          const joined = data.join('\n')
+          let json: SseMessage['json'] = {}
+          try { json = JSON.parse(joined) as SseMessage['json'] } catch {}
+          onMessage({ event: event === '' ? 'message' : event, id, data: joined, json })
+        }
+        event = ''
+        id = undefined
+        data = []
+        continue
+      }
+      if (line.startsWith(':')) {
+        onComment(line.slice(1).replace(/^ /, ''))
+        continue
+      }
+      const colon = line.indexOf(':')
+      const field = colon === -1 ? line : line.slice(0, colon)
+      const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '')
+      if (field === 'event') event = value
+      else if (field === 'id') id = value
+      else if (field === 'data') data.push(value)
+    }
+  }
+}
+
 /** Messages of the given event type. */
 export const ofType = (type: string) => (m: SseMessage): boolean => m.event === 'message' && m.json.type === type
 
 export const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
 /** SSE ids are log positions (src/live/log-position.ts): each a stream receives is later than the one before. */
-export function positionsIncrease (on: SseStream): boolean {
+export function positionsIncrease (on: Pick<SseStream, 'events'>): boolean {
   const positions = on.events().filter((m) => m.id !== undefined).map((m) => parsePosition(m.id ?? '') ?? LOG_START)
   return positions.every((position, i) => i === 0 || comparePositions(position, positions[i - 1] ?? LOG_START) > 0)
 }
