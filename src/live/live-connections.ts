@@ -1,7 +1,10 @@
 // The database connections of the live stream. LISTEN: in-process on PGlite, one dedicated
-// connection on Postgres. Reads on the delivery path (loading logged events, resolving recipients,
-// session checks): on Postgres a small pool of their own, so a write pool saturated by requests never
-// holds deliveries back behind queued transactions; on PGlite the one embedded connection.
+// connection on Postgres — on DATABASE_DIRECT_URL, since a transaction pooler cannot keep a LISTEN.
+// Reads on the delivery path (loading logged events, resolving recipients, session checks): on
+// Postgres a small pool of their own, so a write pool saturated by requests never holds deliveries
+// back behind queued transactions; on PGlite the one embedded connection. Those reads need no
+// session (each is one statement reading its own snapshot), so they go through DATABASE_URL, pooler
+// or not.
 import { Kysely, sql } from 'kysely'
 import type { Config } from '../config.js'
 import type { Logger } from '../infra/logger.js'
@@ -29,10 +32,10 @@ export function liveConnectionsFor (database: DatabaseHandle, config: Config, lo
     }
   }
   if (config.databaseUrl === undefined) throw new Error('a Postgres database needs DATABASE_URL for its live connections')
-  const pool = createPostgresPool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, applicationName: 'canvas-live-reads', idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs })
-  const readDb = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
+  const pool = createPostgresPool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, applicationName: 'canvas-live-reads' })
+  const readDb = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool, idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs }) })
   return {
-    listener: postgresListener(config.databaseUrl, log),
+    listener: postgresListener(config.databaseDirectUrl ?? config.databaseUrl, log),
     readDb,
     close: async () => { await readDb.destroy() }
   }
