@@ -13,6 +13,8 @@ export const PGBOUNCER = '/usr/sbin/pgbouncer'
 
 export interface OwnPgBouncer {
   readonly port: number
+  /** Its process (benchmarks read its CPU time). */
+  readonly pid: number | undefined
   /** Server connections PgBouncer opens per database and user at most (`default_pool_size`). */
   readonly poolSize: number
   /** The target URL with its host and port replaced by the pooler's. */
@@ -109,6 +111,7 @@ export async function startOwnPgBouncer (target: string, options: { poolSize?: n
   }
   return {
     port,
+    pid: child.pid,
     poolSize,
     url: urlFor(target),
     urlFor,
@@ -126,6 +129,7 @@ export async function startOwnPgBouncer (target: string, options: { poolSize?: n
     async stop () {
       process.off('exit', killOnExit)
       if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+        child.ref() // waited for now: it must keep this process alive until it is gone
         const exited = new Promise((resolve) => child.once('exit', resolve))
         process.kill(child.pid, 'SIGINT') // PgBouncer's immediate shutdown
         await exited
