@@ -15,6 +15,9 @@ COPY migrations ./migrations
 RUN npm run build && npm prune --omit=dev
 
 FROM node:26-slim
+# CV parser processes run under a memory limit set with util-linux's prlimit (src/compute/README.md):
+# present in Debian's essential set, checked here so an image without it fails to build, not to parse.
+RUN prlimit --version
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 WORKDIR /app
 RUN mkdir -p /data && chown node:node /data

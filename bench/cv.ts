@@ -7,8 +7,12 @@
 //     BENCH_PARALLEL (5) parses sent at once, against a baseline of the same length with none;
 //     goal p99 < 50 ms: parsing is off the main thread;
 //  3. a zip-bomb DOCX of a few KiB (100 × 1 MiB declared) and a PDF deflate bomb (1 MiB of file,
-//     1 GiB unpacked): ms to the refusal, and the process's peak RSS meanwhile (worker threads
-//     included), against RSS at rest;
+//     1 GiB unpacked): ms to the refusal, and the service's peak RSS meanwhile, against RSS at rest
+//     (the parse runs in a child process: its memory is not the service's);
+//  3b. BENCH_BOMB_ROUNDS (3) rounds of 5 CV bombs sent at once (1 GiB deflate, double Flate,
+//     nested DecodeParms, /Flat#65Decode, encrypted): the service's peak RSS growth (goal ≤ 32 MiB)
+//     and `/health` latency p50 / p99 from a request every 10 ms meanwhile, against the same
+//     probe at rest. Run with COMPUTE_THREADS=5 for the five to run at once;
 //  4. moving a link in a shelf of 500 links (BENCH_MOVES, 200): ms p50 / p99, and what each move
 //     wrote, read from the rows: link versions bumped, event_log rows, bytes of the event.
 // DATABASE_URL / REDIS_URL select Postgres / Redis; COMPUTE_THREADS sizes the pool.
@@ -20,7 +24,7 @@ import { sql } from 'kysely'
 import { UNLIMITED_TIERS, buildDist, importBuilt } from './harness.js'
 import { evenKeys } from '../src/core/shelves/ordering.js'
 import { newId } from '../src/infra/ids.js'
-import { docx, pdfBomb, pdfWithText, zipBombDocx } from '../test/helpers/cv-files.js'
+import { docx, doubleFlateBomb, encryptedBomb, escapedFilterBomb, nestedParmsBomb, pdfBomb, pdfWithText, zipBombDocx } from '../test/helpers/cv-files.js'
 
 const PARSES = Number(process.env.BENCH_PARSES ?? 30)
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 5)
@@ -110,7 +114,7 @@ for (let round = 1; round <= rounds; round++) {
 }
 
 // 3. Bombs: time to the refusal and peak RSS meanwhile.
-for (const [name, build] of [['zip-bomb cv.docx', () => zipBombDocx()], ['deflate-bomb cv.pdf', async () => await pdfBomb(1024)]] as const) {
+for (const [name, build] of [['zip-bomb cv.docx', () => zipBombDocx()], ['deflate-bomb cv.pdf', async () => pdfBomb(1024)]] as const) {
   const file = await build()
   globalThis.gc?.()
   const rest = process.memoryUsage().rss
@@ -124,6 +128,41 @@ for (const [name, build] of [['zip-bomb cv.docx', () => zipBombDocx()], ['deflat
   }
   clearInterval(sampler)
   say(`3. ${name} (${file.length} bytes, 10 in turn) refused: p50 ${ms(percentile(times, 50))}, max ${ms(Math.max(...times))}; RSS at rest ${(rest / 2 ** 20).toFixed(0)} MiB, peak ${(peak / 2 ** 20).toFixed(0)} MiB`)
+}
+
+// 3b. Five bombs at once, /health probed meanwhile.
+async function healthLatencies (until: () => boolean): Promise<number[]> {
+  const times: number[] = []
+  while (!until()) {
+    const started = performance.now()
+    const res = await fetch(`${url}/health`)
+    await res.arrayBuffer()
+    times.push(performance.now() - started)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  return times
+}
+const atRestUntil = performance.now() + 3000
+const rest = await healthLatencies(() => performance.now() > atRestUntil)
+say(`3b. /health at rest (3 s): p50 ${ms(percentile(rest, 50))}, p99 ${ms(percentile(rest, 99))}`)
+const bombs = [pdfBomb(1024), doubleFlateBomb(), nestedParmsBomb(), escapedFilterBomb(), encryptedBomb()]
+for (let round = 1; round <= Number(process.env.BENCH_BOMB_ROUNDS ?? 3); round++) {
+  // Each parser process restarts after a bomb: warm all five before the round is timed.
+  await Promise.all(bombs.map(async () => await parse(Buffer.from('Skills\nGo\n'), 'warm.txt')))
+  globalThis.gc?.()
+  const before = process.memoryUsage().rss
+  let peak = before
+  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 2)
+  let done = false
+  const probe = healthLatencies(() => done)
+  const started = performance.now()
+  const statuses = (await Promise.all(bombs.map(async (file, i) => await parse(file, `bomb-${i}.pdf`)))).map((r) => r.status)
+  const took = performance.now() - started
+  done = true
+  const health = await probe
+  clearInterval(sampler)
+  const growth = (peak - before) / 2 ** 20
+  say(`3b. round ${round}: 5 bombs at once answered ${statuses.join(', ')} in ${ms(took)}; service RSS ${(before / 2 ** 20).toFixed(0)} MiB, peak growth ${growth.toFixed(1)} MiB — goal ≤ 32 MiB: ${growth <= 32 ? 'met' : 'MISSED'}; /health meanwhile (${health.length}): p50 ${ms(percentile(health, 50))}, p99 ${ms(percentile(health, 99))}`)
 }
 
 // 4. Moves in a shelf of 500 links.

@@ -11,13 +11,22 @@
 // the median of same-round ratios. CPU per request is the service process's user + system time over
 // the measured run, divided by the requests answered: on a machine other work keeps busy it moves
 // less than throughput does. BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_SCENARIOS (a subset of
-// me,rest,json,binary; default all).
-import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+// me,rest,json,binary,grpc,grpc-std; default me,rest,json,binary).
+// `grpc` and `grpc-std` (issue 39): GetRoom over gRPC on h2c (binary, 50 connections × 1 stream), at
+// /rpc/app.rooms.v1.RoomsService/GetRoom and at the standard path /app.rooms.v1.RoomsService/GetRoom
+// that stock gRPC stubs call (src/rpc/standard-paths.ts). Autocannon speaks no HTTP/2: h2load does
+// (`apt-get install nghttp2-client`). h2load cannot read a gRPC status (trailers), so before the run
+// one call of each is made with a real gRPC client (Connect-ES) and must answer OK.
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { createClient } from '@connectrpc/connect'
+import { createGrpcTransport } from '@connectrpc/connect-node'
 import { create, toBinary } from '@bufbuild/protobuf'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { GetRoomRequestSchema } from '../src/gen/app/rooms/v1/rooms_pb.js'
+import { GetRoomRequestSchema, RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { buildDist, signIn, startTarget, type Target } from './harness.js'
 
 const duration = Number(process.env.BENCH_SECONDS ?? 5)
@@ -93,15 +102,62 @@ async function measure (pid: number | undefined, options: autocannon.Options): P
   return { rps: result.requests.average, p99: result.latency.p99, cpuUsPerRequest: cpu * 1e6 / result.requests.total, failures: result.errors + result.non2xx }
 }
 
-type Scenario = 'GET /api/auth/me' | 'GET /api/rooms/:roomId' | 'RPC GetRoom JSON' | 'RPC GetRoom binary'
-const SCENARIO_KEYS: Record<string, Scenario> = { me: 'GET /api/auth/me', rest: 'GET /api/rooms/:roomId', json: 'RPC GetRoom JSON', binary: 'RPC GetRoom binary' }
+type GrpcScenario = 'RPC GetRoom gRPC /rpc' | 'RPC GetRoom gRPC standard path'
+type Scenario = 'GET /api/auth/me' | 'GET /api/rooms/:roomId' | 'RPC GetRoom JSON' | 'RPC GetRoom binary' | GrpcScenario
+const SCENARIO_KEYS: Record<string, Scenario> = { me: 'GET /api/auth/me', rest: 'GET /api/rooms/:roomId', json: 'RPC GetRoom JSON', binary: 'RPC GetRoom binary', grpc: 'RPC GetRoom gRPC /rpc', 'grpc-std': 'RPC GetRoom gRPC standard path' }
 const SCENARIOS: Scenario[] = (process.env.BENCH_SCENARIOS ?? 'me,rest,json,binary').split(',').map((key) => {
   const scenario = SCENARIO_KEYS[key.trim()]
-  if (scenario === undefined) throw new Error(`BENCH_SCENARIOS: unknown scenario "${key}" (me, rest, json, binary)`)
+  if (scenario === undefined) throw new Error(`BENCH_SCENARIOS: unknown scenario "${key}" (${Object.keys(SCENARIO_KEYS).join(', ')})`)
   return scenario
 })
+const GRPC_PATHS: Record<GrpcScenario, string> = { 'RPC GetRoom gRPC /rpc': '/rpc/app.rooms.v1.RoomsService/GetRoom', 'RPC GetRoom gRPC standard path': '/app.rooms.v1.RoomsService/GetRoom' }
+const isGrpc = (scenario: Scenario): scenario is GrpcScenario => Object.hasOwn(GRPC_PATHS, scenario)
 
-function request (s: Served, scenario: Scenario): autocannon.Options {
+const work = mkdtempSync(join(tmpdir(), 'canvas-bench-rpc-paths-'))
+if (SCENARIOS.some(isGrpc)) {
+  if (spawnSync('h2load', ['--version']).status !== 0) throw new Error('the grpc scenarios need h2load: apt-get install nghttp2-client')
+  for (const s of served) {
+    // The gRPC call is real on both paths: a gRPC client gets the room at each.
+    for (const baseUrl of [`${s.target.url}/rpc`, s.target.url]) {
+      const rooms = createClient(RoomsService, createGrpcTransport({ baseUrl }))
+      const { room } = await rooms.getRoom({ roomId: s.roomId }, { headers: { authorization: s.bearer } })
+      if (room?.id !== s.roomId) throw new Error(`${s.label}: gRPC GetRoom at ${baseUrl} did not answer the room`)
+    }
+    // One gRPC message: a flag byte (not compressed), its length (4 bytes, big-endian), the message.
+    const message = toBinary(GetRoomRequestSchema, create(GetRoomRequestSchema, { roomId: s.roomId }))
+    const envelope = Buffer.alloc(5 + message.length)
+    envelope.writeUInt32BE(message.length, 1)
+    envelope.set(message, 5)
+    writeFileSync(join(work, `${s.label}.grpc`), envelope)
+  }
+}
+
+/** gRPC over h2c with h2load: a 1 s unmeasured warm-up, then the measured run (`connections` × 1 stream). */
+function measureGrpc (s: Served, scenario: GrpcScenario): Measurement {
+  const log = join(work, 'requests.log')
+  const run = (seconds: number): string => {
+    rmSync(log, { force: true })
+    const result = spawnSync('h2load', ['-c', String(connections), '-m', '1', '-D', String(seconds), '-d', join(work, `${s.label}.grpc`),
+      '-H', 'content-type: application/grpc', '-H', 'te: trailers', '-H', `authorization: ${s.bearer}`, `--log-file=${log}`, `${s.target.url}${GRPC_PATHS[scenario]}`], { encoding: 'utf8' })
+    if (result.status !== 0) throw new Error(`h2load failed: ${result.stderr}${result.stdout}`)
+    return result.stdout
+  }
+  run(1)
+  const before = cpuSeconds(s.target.child.pid)
+  const out = run(duration)
+  const cpu = cpuSeconds(s.target.child.pid) - before
+  const latencies = readFileSync(log, 'utf8').trim().split('\n').map((line) => Number(line.split('\t')[2]) / 1000).sort((x, y) => x - y)
+  const [, failed = '0', errored = '0'] = /requests: \d+ total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed, (\d+) errored/.exec(out) ?? []
+  const [, , r3 = '0', r4 = '0', r5 = '0'] = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out) ?? []
+  return {
+    rps: Number(/finished in [\d.]+\w*, ([\d.]+) req\/s/.exec(out)?.[1]),
+    p99: Math.round((latencies[Math.min(latencies.length - 1, Math.floor(0.99 * latencies.length))] ?? NaN) * 10) / 10,
+    cpuUsPerRequest: cpu * 1e6 / latencies.length,
+    failures: Number(failed) + Number(errored) + Number(r3) + Number(r4) + Number(r5)
+  }
+}
+
+function request (s: Served, scenario: Exclude<Scenario, GrpcScenario>): autocannon.Options {
   const getRoom = `${s.target.url}/rpc/app.rooms.v1.RoomsService/GetRoom`
   switch (scenario) {
     case 'GET /api/auth/me': return { url: `${s.target.url}/api/auth/me`, headers: { cookie: s.cookie } }
@@ -122,15 +178,17 @@ const record = (key: string, m: Measurement): void => { results.set(key, [...(re
 for (let round = 0; round < rounds; round++) {
   console.log(`round ${round + 1} of ${rounds}`)
   const order = served.map((_, i) => served[(i + round) % served.length]!)
-  // /me right after the baseline it is compared with; each RPC scenario right after REST GetRoom.
-  for (const scenario of SCENARIOS) {
+  // /me right after the baseline it is compared with; each RPC scenario next to REST GetRoom; the
+  // scenarios in reverse order every other round, so that neither of two compared always goes first.
+  for (const scenario of round % 2 === 0 ? SCENARIOS : [...SCENARIOS].reverse()) {
     for (const s of order) {
       if (scenario === 'GET /api/auth/me') record(`${s.label}|${RAW}`, await measure(raw.child.pid, { url: `${raw.url}/` }))
-      record(`${s.label}|${scenario}`, await measure(s.target.child.pid, request(s, scenario)))
+      record(`${s.label}|${scenario}`, isGrpc(scenario) ? measureGrpc(s, scenario) : await measure(s.target.child.pid, request(s, scenario)))
     }
   }
 }
 await Promise.all([raw.stop(), ...served.map(async (s) => { await s.target.stop() })])
+rmSync(work, { recursive: true, force: true })
 
 function median (values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y)
@@ -175,4 +233,9 @@ for (const s of served) {
       line(`RPC GetRoom ${kind} / ${first.label}'s, CPU per request`, rpc, theirs, cpu)
     }
   }
+  // Issue 39's goal: the standard path within 5 % of /rpc (the same route, after one URL rewrite).
+  const standard = roundsOf(`${s.label}|RPC GetRoom gRPC standard path`)
+  const prefixed = roundsOf(`${s.label}|RPC GetRoom gRPC /rpc`)
+  line('gRPC GetRoom standard path / /rpc, req/s', standard, prefixed, rps)
+  line('gRPC GetRoom standard path / /rpc, CPU per request', standard, prefixed, cpu)
 }

@@ -15,6 +15,7 @@ import * as storageBoundsAndInviteSends from './2026-11-28T01-00-00_storage_boun
 import * as trustAndSafety from './2026-11-28T02-00-00_trust_and_safety.js'
 import * as adminAuditLog from './2026-11-28T05-00-00_admin_audit_log.js'
 import * as idempotencyKeys from './2026-11-28T06-00-00_idempotency_keys.js'
+import * as accountDeletionMarker from './2026-11-28T07-00-00_account_deletion_marker.js'
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00_users_and_sessions': usersAndSessions,
@@ -31,5 +32,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28T01-00-00_storage_bounds_and_invite_sends': storageBoundsAndInviteSends,
   '2026-11-28T02-00-00_trust_and_safety': trustAndSafety,
   '2026-11-28T05-00-00_admin_audit_log': adminAuditLog,
-  '2026-11-28T06-00-00_idempotency_keys': idempotencyKeys
+  '2026-11-28T06-00-00_idempotency_keys': idempotencyKeys,
+  '2026-11-28T07-00-00_account_deletion_marker': accountDeletionMarker
 }

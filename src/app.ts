@@ -21,6 +21,7 @@ import { createAudience } from './core/audience.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { startUploadSweeps } from './core/uploads/upload-sweep.js'
+import { startDeletionResumes } from './core/users/deletion-resume.js'
 import { healthRoute, watchForFailures } from './http/health.routes.js'
 import { createHealthMonitor, type HealthMonitor } from './http/health-monitor.js'
 import { frameworkErrorAnswer, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
@@ -31,11 +32,13 @@ import { installClientIp, proxyTrust } from './http/client-ip.js'
 import { genReqId, installRequestId } from './http/request-id.js'
 import { installAccessLog, type AccessLineFields } from './http/access-log.js'
 import type { EdgeRefusals } from './http/refusals.js'
+import { createRequestEnds } from './http/request-end.js'
 import { installRestErrorHandler, restRefusalWriter } from './rest/errors.js'
 import { restApi } from './rest/index.js'
 import { rpcRefusalWriter } from './rpc/errors.js'
 import { registerOpenApi } from './rest/openapi.js'
 import { RPC_PREFIX, rpcGateway } from './rpc/index.js'
+import { standardPathRewrite } from './rpc/standard-paths.js'
 import { redactUrl } from './infra/redact.js'
 import { createJwksCache, DEFAULT_JWKS_TIMING, type JwksTiming } from './infra/jwks-cache.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
@@ -43,6 +46,7 @@ import { createMetrics, installRequestMetrics, listenForMetrics, type MetricsLis
 import { installRequestTracing, traceFields } from './http/request-tracing.js'
 import { flushTracing, tracingStarted } from './infra/tracing.js'
 import { observeStorage } from './infra/storage-observed.js'
+import { logThrottled } from './infra/throttled-log.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -80,12 +84,17 @@ export interface BuildOptions {
   accessLineFields?: AccessLineFields
   /** Tests only: shorter JWKS timeouts and refetch cooldowns than the production defaults. */
   jwksTiming?: Partial<JwksTiming>
+  /** Tests only: fewer grpc.health.v1 Watch calls open at once than the production bound (src/rpc/health.service.ts). */
+  maxHealthWatches?: number
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   // The edge answers its own refusals in the envelope of the transport a path belongs to: each
   // transport hands it its writer (src/http/refusals.ts).
   const refusals: EdgeRefusals = { rest: restRefusalWriter, rpc: { prefix: RPC_PREFIX, write: rpcRefusalWriter } }
+  // Where every request's end is read, whatever ended it, for the access line and the metrics
+  // (src/http/request-end.ts); the edge's own refusals report to it too.
+  const ends = createRequestEnds()
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -101,7 +110,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     genReqId,
     trustProxy: proxyTrust(config.trustProxy),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
-    frameworkErrors: frameworkErrorAnswer(refusals),
+    frameworkErrors: frameworkErrorAnswer(refusals, ends),
+    // gRPC calls at `/<package>.<Service>/<Method>` are the gateway's too (src/rpc/standard-paths.ts).
+    ...(config.expose === 'internal' ? {} : { rewriteUrl: standardPathRewrite(RPC_PREFIX) }),
     // HTTP/1.1 and HTTP/2 on one port, with the timeouts and the draining close of src/http/listener.ts.
     serverFactory: (handler) => createListener(handler as RequestHandler, { timeouts: config.http, tls: config.tls, drainMs: DRAIN_MS, refuse: refusals.rest }) as Server,
     // Only names the scheme of the addresses Fastify logs and returns: the listener above serves TLS.
@@ -111,11 +122,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A request that arrives on an open connection while the server closes is answered, not refused
     // with Fastify's own 503 body; its answer tells the client to close the connection.
     return503OnClosing: false,
-    clientErrorHandler: clientErrorAnswer(refusals.rest)
+    clientErrorHandler: clientErrorAnswer(refusals.rest, ends)
   })
 
   // First, so the request span encloses every hook and handler (nothing when tracing is off).
-  await installRequestTracing(app)
+  await installRequestTracing(app, ends)
   if (config.tracing && !tracingStarted()) {
     app.log.warn('OTEL_EXPORTER_OTLP_ENDPOINT is set but tracing did not start: run the process with --import ./dist/src/tracing-preload.js (npm start and the Docker image do)')
   }
@@ -123,10 +134,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   if (options.onRoute !== undefined) app.addHook('onRoute', options.onRoute)
   installClientIp(app, config)
   installRequestId(app)
-  installAccessLog(app, { extraFields: options.accessLineFields ?? traceFields() })
+  ends.install(app)
+  installAccessLog(app.log, ends, { extraFields: options.accessLineFields ?? traceFields() })
   // Only with METRICS_PORT: otherwise nothing is counted.
   const metrics = config.metricsPort === undefined ? undefined : createMetrics()
-  if (metrics !== undefined) installRequestMetrics(app, metrics)
+  if (metrics !== undefined) installRequestMetrics(ends, metrics)
 
   const database = options.database ?? await openDatabase(metrics === undefined ? config : { ...config, onQueryError: () => { metrics.queryError() } })
   const redis = config.redis === undefined ? undefined : await connectRedis(config.redis)
@@ -144,7 +156,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       redis,
       prefix: config.rateLimitKeyPrefix,
       now: () => clock.now().getTime(),
-      onFallback: (error) => { app.log.warn({ err: error }, 'stream caps: Redis unavailable, counting per instance') }
+      onFallback: (error) => { logThrottled(app.log, 'warn', 'stream caps: Redis unavailable, counting per instance', { err: error }) }
     }),
     clock,
     log: app.log,
@@ -180,8 +192,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   // Stored bytes no upload refers to are swept by one instance twice a day (core/uploads/upload-sweep.ts).
   const sweeps = startUploadSweeps(deps)
+  // Account deletions a restart or an outage stopped part-way are finished (core/users/deletion-resume.ts).
+  const deletions = startDeletionResumes(deps)
   app.addHook('onClose', async () => {
     await sweeps.stop()
+    await deletions.stop()
     await live.close()
     mailer.close()
     await storage.close()
@@ -213,10 +228,15 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       streamsOpen: () => streams.size,
       heldBackMs: () => live.bus.lagMs(),
       ...(database.pool === undefined ? {} : { pool: database.pool }),
-      computeLoad: compute.load
+      computeLoad: compute.load,
+      // Made below, with its probes; `draining` as /health answers it.
+      health: async () => {
+        const report = await seen.health!.report()
+        return draining ? { ...report, status: 'draining' } : report
+      }
     })
     // Its own listener, never the public port; opened when the app is ready, closed with it.
-    app.addHook('onReady', async () => { metricsListener = await listenForMetrics(metrics, metricsPort, config.host) })
+    app.addHook('onReady', async () => { metricsListener = await listenForMetrics(metrics, metricsPort, config.metricsHost) })
     app.addHook('onClose', async () => { await metricsListener?.close() })
   }
 
@@ -263,6 +283,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   watchForFailures(app, health)
   await app.register(healthRoute(health, () => draining))
   if (servesRest) await app.register(restApi, { prefix: '/api', core, config, limiter, live: { streams, caps: live.caps } })
-  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter })
+  if (config.expose !== 'internal') await app.register(rpcGateway, { prefix: RPC_PREFIX, core, config, limiter, health: { monitor: health, draining: () => draining, maxWatches: options.maxHealthWatches } })
   return app
 }

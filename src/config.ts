@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path'
 import { proxyTrust } from './http/client-ip.js'
 import type { HttpTimeouts } from './http/listener.js'
 import type { StorageConfig } from './infra/storage.js'
+import { packageVersion } from './infra/package-version.js'
 import { tracingConfigured } from './infra/tracing.js'
 import { parseRedisTarget, sentinelTarget, type RedisTarget } from './infra/redis-target.js'
 
@@ -61,10 +62,13 @@ export interface Config {
   /** On SIGTERM, how long the instance serves on with /health answering 503 `draining` before the
    *  listener closes, so load balancers stop sending to it first (src/server.ts). */
   readonly shutdownDelayMs: number
-  /** Worker threads for CPU-heavy work (src/compute): layouts now, CV parsing later. */
+  /** Worker threads for CPU-heavy work (src/compute), and as many CV parser processes. */
   readonly computeThreads: number
   /** Tasks that may wait for a thread; past that a task is refused with 503 / `unavailable`. */
   readonly computeQueue: number
+  /** What one CV parse may use in all (heap, buffers, unpacked streams), in MiB: each parser child
+   *  process runs under this limit (src/compute/child-pool.ts, DECISIONS §17). */
+  readonly cvParseMemoryMb: number
   /** Where uploads are kept: DATA_DIR/uploads, or an S3-compatible bucket when S3_BUCKET is set. */
   readonly storage: StorageConfig
   /** What one user's uploads may weigh in all (DECISIONS §16); an upload that would pass it is 413
@@ -73,8 +77,10 @@ export interface Config {
   /** Plain Connect unary calls take the gateway's own routes (src/rpc/README.md); false: every call
    *  goes through @connectrpc/connect-fastify. */
   readonly rpcPlainUnary: boolean
-  /** Where `GET /metrics` (Prometheus text) is served, on HOST: never the public port; undefined: no metrics. */
+  /** Where `GET /metrics` (Prometheus text) is served: never the public port; undefined: no metrics. */
   readonly metricsPort: number | undefined
+  /** The address the metrics listener binds (METRICS_HOST): loopback unless an operator opens it. */
+  readonly metricsHost: string
   /** Traces are exported over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ form) is set
    *  and OTEL_SDK_DISABLED is not `true`; the SDK reads its own variables (src/infra/tracing.ts). */
   readonly tracing: boolean
@@ -262,19 +268,6 @@ function storage (env: Env, dataDir: string): StorageConfig {
   }
 }
 
-/** Read from the project's package.json (above src/, or above dist/src/ when built), so `node
- *  dist/src/server.js` knows it without npm. */
-function packageVersion (): string {
-  const candidates = [join(import.meta.dirname, '..', 'package.json'), join(import.meta.dirname, '..', '..', 'package.json')]
-  const file = candidates.find((path) => existsSync(path)) ?? candidates[0]!
-  try {
-    const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }
-    return typeof version === 'string' ? version : '0.0.0'
-  } catch {
-    return '0.0.0'
-  }
-}
-
 /** Outside production the secret is generated once and kept in DATA_DIR, so sessions survive restarts. */
 function jwtSecret (env: Env, nodeEnv: NodeEnv, dataDir: string): string {
   const raw = text(env, 'JWT_SECRET')
@@ -379,10 +372,14 @@ export function loadConfig (env: Env = process.env): Config {
     // A few tasks per thread absorb a burst; a longer queue would only make callers wait for
     // answers they may have given up on.
     computeQueue: integer(env, 'COMPUTE_QUEUE', 4 * computeThreads, 1, 100_000),
+    // Below 128 MiB the parser's own code (PDF.js, mammoth) leaves a file too little to be read in.
+    cvParseMemoryMb: integer(env, 'CV_PARSE_MEMORY_MB', 256, 128, 16_384),
     storage: storage(env, dataDir),
     uploadQuotaBytes: integer(env, 'UPLOAD_QUOTA_BYTES', GiB, 1, Number.MAX_SAFE_INTEGER),
     rpcPlainUnary: oneOf(env, 'RPC_PLAIN_UNARY', ['true', 'false'], 'true') === 'true',
     metricsPort: text(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535),
+    // Not HOST: the public address would publish the metrics to every client (DECISIONS §17).
+    metricsHost: text(env, 'METRICS_HOST') ?? '127.0.0.1',
     tracing: tracingConfigured(env)
   }
   if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {

@@ -12,7 +12,7 @@ import { installAdmission } from '../src/http/admission.js'
 import type { Core } from '../src/core/index.js'
 import { OPERATIONS } from '../src/core/operations.js'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
-import { RPC_SERVICES } from '../src/rpc/index.js'
+import { GRPC_SERVICES, RPC_SERVICES } from '../src/rpc/index.js'
 import { operationOfPath } from '../src/rpc/gate.js'
 import { startApp, testEnv, uniqueClientIp } from './helpers/app.js'
 import { rpcError } from './helpers/people.js'
@@ -75,7 +75,7 @@ t.test('refusals before the body in the caller\'s protocol: gRPC over HTTP/2 and
 
 t.test('the catalogue: every RPC method has its entry, and every entry is served', async (t) => {
   const served = new Set<string>()
-  for (const service of RPC_SERVICES) {
+  for (const service of [...RPC_SERVICES, ...GRPC_SERVICES]) {
     for (const method of service.methods) {
       const operation = operationOfPath(`/rpc/${service.typeName}/${method.name}`)
       t.ok(operation !== undefined && Object.hasOwn(OPERATIONS, operation), `${service.typeName}/${method.name} → ${String(operation)}`)

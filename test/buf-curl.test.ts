@@ -35,3 +35,13 @@ t.test('Ping and GetMe through buf curl', async (t) => {
   t.not(anonymous.code, 0)
   t.match(anonymous.stderr, /unauthenticated/)
 })
+
+t.test('buf curl with no schema, over gRPC at the standard paths: the schema from server reflection (v1, then v1alpha), as grpcurl reads it', async (t) => {
+  const curl = async (args: string[]): Promise<string> => (await run('npx', ['buf', 'curl', '--protocol', 'grpc', '--http2-prior-knowledge', ...args], { timeout: 60_000 })).stdout
+  for (const version of ['grpc-v1', 'grpc-v1alpha']) {
+    const methods = (await curl(['--reflect-protocol', version, '--list-methods', s.url])).trim().split('\n')
+    t.ok(methods.includes('app.rooms.v1.RoomsService/GetRoom') && methods.includes('grpc.health.v1.Health/Watch'), `${version}: every method listed (${methods.length})`)
+  }
+  t.equal(JSON.parse(await curl(['--data', '{"message":"by reflection"}', `${s.url}/app.auth.v1.AuthService/Ping`])).message, 'by reflection', 'a call described by reflection')
+  t.same(JSON.parse(await curl([`${s.url}/grpc.health.v1.Health/Check`])), { status: 'SERVING' }, 'the health check')
+})

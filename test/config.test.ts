@@ -152,6 +152,13 @@ t.test('UPLOAD_QUOTA_BYTES: 1 GiB per user by default; UPLOAD_DISK_RESERVE_BYTES
   t.match(loadConfig({ DATA_DIR: dir, UPLOAD_DISK_RESERVE_BYTES: '0' }).storage, { kind: 'local', reserveBytes: 0 })
 })
 
+t.test('CV_PARSE_MEMORY_MB: 256 by default, 128 to 16384', async (t) => {
+  const dir = dataDir()
+  t.equal(loadConfig({ DATA_DIR: dir }).cvParseMemoryMb, 256)
+  t.equal(loadConfig({ DATA_DIR: dir, CV_PARSE_MEMORY_MB: '512' }).cvParseMemoryMb, 512)
+  for (const value of ['127', '16385', 'lots']) t.throws(() => loadConfig({ DATA_DIR: dir, CV_PARSE_MEMORY_MB: value }), /^CV_PARSE_MEMORY_MB: /, value)
+})
+
 t.test('METRICS_PORT: off unless set, never the public port; tracing on only with the OTLP endpoint', async (t) => {
   const dir = dataDir()
   t.equal(loadConfig({ DATA_DIR: dir }).metricsPort, undefined)

@@ -1,6 +1,7 @@
 // GET /metrics (issue 31 item 4): Prometheus text on METRICS_PORT only, read back with a Prometheus
 // text reader (test/helpers/prometheus-text.ts); every family the issue names is there and moves after the requests that feed it.
 import t from 'tap'
+import net from 'node:net'
 import { loadConfig } from '../src/config.js'
 import { startApp, testEnv } from './helpers/app.js'
 import { signInWithCookie } from './helpers/sign-in.js'
@@ -82,4 +83,22 @@ t.test('METRICS_PORT: unset is off; the public port is refused', async (t) => {
   t.equal(loadConfig(testEnv({ METRICS_PORT: '9464' })).metricsPort, 9464)
   t.throws(() => loadConfig(testEnv({ PORT: '8080', METRICS_PORT: '8080' })), /METRICS_PORT: must differ from PORT/)
   t.throws(() => loadConfig(testEnv({ METRICS_PORT: 'nine' })), /METRICS_PORT/)
+})
+
+/** Whether a TCP connection to host:port is accepted. */
+async function accepts (host: string, port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const socket = net.connect(port, host, () => { socket.destroy(); resolve(true) })
+    socket.on('error', () => { resolve(false) })
+  })
+}
+
+t.test('METRICS_HOST: the metrics listen on 127.0.0.1 by default, not on HOST (0.0.0.0)', async (t) => {
+  t.equal(s.config.host, '0.0.0.0', 'the public HOST is every address')
+  t.equal(s.config.metricsHost, '127.0.0.1')
+  t.ok(await accepts('127.0.0.1', metricsPort), 'reachable on 127.0.0.1')
+  // Another address of the machine (still loopback, so the test talks to nothing else): a listener on
+  // 0.0.0.0 would take it, one bound to 127.0.0.1 does not.
+  t.notOk(await accepts('127.0.0.2', metricsPort), 'not reachable on any other address')
+  t.equal(loadConfig(testEnv({ METRICS_HOST: '0.0.0.0' })).metricsHost, '0.0.0.0', 'an operator may open it')
 })

@@ -2,10 +2,14 @@
 // does), the built server `node dist/src/server.js`, and a graceful SIGTERM.
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import http from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createClient, type Interceptor, type Transport } from '@connectrpc/connect'
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
+import { pdfBomb, postCv, warmCvParser } from './helpers/cv-files.js'
 import { startFakeSmtp } from './helpers/fake-smtp.js'
 import { serverEnv as env, startServer } from './helpers/server-process.js'
 
@@ -21,6 +25,25 @@ t.test('a bad TRUST_PROXY stops the process at start, naming the variable', asyn
     t.equal(result.status, 1, value)
     t.match(result.stderr, /Invalid configuration: TRUST_PROXY/)
   }
+})
+
+t.test('the built server reads CVs in its memory-capped parser process (dist/src/compute/cv.process.js) and refuses a bomb', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'canvas-process-'))
+  const { child, url, exited } = await startServer({ DATA_DIR: dataDir })
+  t.teardown(async () => { child.kill('SIGTERM'); await exited })
+  // Without SMTP_URL the sign-in link is written to DATA_DIR/outbox.
+  await fetch(`${url}/api/auth/request-login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'dist-cv@example.test' }) })
+  const outbox = join(dataDir, 'outbox')
+  const mail = readdirSync(outbox).map((f) => readFileSync(join(outbox, f), 'utf8')).join('\n')
+  const signedIn = await fetch(`${url}/api/auth/authorize?token=${/token=([A-Za-z0-9_-]+)/.exec(mail)?.[1] ?? ''}`, { redirect: 'manual' })
+  const cookie = /app_session=([^;]+)/.exec(signedIn.headers.get('set-cookie') ?? '')?.[1] ?? ''
+  await warmCvParser(url, cookie)
+  const parsed = await postCv(url, cookie, Buffer.from('Jane Doe\nSkills\nTypeScript, Go\n'))
+  t.equal(parsed.status, 200)
+  t.same(parsed.body.data?.skills, ['TypeScript', 'Go'])
+  const bomb = await postCv(url, cookie, pdfBomb(1024))
+  t.equal(bomb.status, 400)
+  t.match(bomb.body, { error: 'UnreadableFile', message: /^file: needs more than the 256 MiB of memory/ })
 })
 
 t.test('SIGTERM: every request in flight is answered (REST, Connect, gRPC over HTTP/2), idle connections close, exit 0 within 10 s', async (t) => {

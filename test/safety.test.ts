@@ -286,6 +286,21 @@ t.test('message of the day: public, the active window only', async (t) => {
   t.notOk((await anonymousRest(s)('GET', '/api/motd')).json().data.some((m: { id: string }) => m.id === active.id), 'ended')
 })
 
+t.test('a report on a spark of 10,000 characters gets its labels (classified on the compute pool, off the event loop)', async (t) => {
+  const owner = await signInPerson(s, 'long-owner')
+  const reporter = await signInPerson(s, 'long-reporter')
+  const roomId = (await owner.rest('POST', '/api/rooms', { name: 'Long reads', isPublic: true })).json().data.id as string
+  const content = 'BUY NOW!!! FREE MONEY at http://a.test, casino bonus, click here. '.repeat(200).slice(0, 10_000)
+  const spark = await owner.rest('POST', '/api/sparks', { roomId, title: 'Offer', content, x: 0, y: 0 })
+  t.equal(spark.statusCode, 201, spark.body)
+  const reported = await reporter.rest('POST', '/api/reports', { targetType: 'spark', targetId: spark.json().data.id, reason: 'spam', details: 'more of the same '.repeat(58) })
+  t.equal(reported.statusCode, 201, reported.body)
+  const triage = (await listReports(s.app.deps.db, { status: 'open', limit: 100 })).items.find((r) => r.id === reported.json().data.id)
+  t.equal(triage?.labels[0]?.label, 'spam', 'spam first')
+  t.ok((triage?.labels[0]?.score ?? 0) >= 0.7, `spam scores ${String(triage?.labels[0]?.score)}`)
+  t.same(triage?.labels.map((l) => l.label).sort(), ['abuse', 'clean', 'spam'])
+})
+
 t.test('classify: labels, determinism, the 10,000-character bound', async (t) => {
   const user = await signInPerson(s, 'classifier')
   const spam = await user.rest('POST', '/api/classify', { text: 'BUY NOW!!! FREE MONEY http://a.test http://b.test casino, click here' })
@@ -295,7 +310,7 @@ t.test('classify: labels, determinism, the 10,000-character bound', async (t) =>
   t.equal(result.labels[0].label, 'spam')
   t.match(result.model, /canvas-safety/)
   // (The expensive tier allows 5 a minute: the repeat goes to the core directly.)
-  t.same(s.app.core.safety.classify({ text: 'BUY NOW!!! FREE MONEY http://a.test http://b.test casino, click here' }), result, 'deterministic')
+  t.same(await s.app.core.safety.classify({ text: 'BUY NOW!!! FREE MONEY http://a.test http://b.test casino, click here' }), result, 'deterministic')
   const clean = (await user.rest('POST', '/api/classify', { text: 'Tomatoes like sun and water.' })).json().data
   t.equal(clean.flagged, false)
   t.equal(clean.labels[0].label, 'clean')

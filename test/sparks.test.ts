@@ -119,7 +119,7 @@ t.test('validation of title, content and coordinates; nothing is created or publ
   t.equal((await owner.rest('GET', `/api/sparks?roomId=${roomId}`)).json().pagination.total, 1, 'and only the marker exists')
 })
 
-t.test('edits: version +1 per change, If-Match / expectedVersion guard against stale writes (409 / ABORTED)', async (t) => {
+t.test('edits: version +1 per change, If-Match / expectedVersion guard against stale writes (412 / ABORTED)', async (t) => {
   const owner = await signInPerson(s, 'editor')
   const roomId = await publicRoom(owner)
   const spark = (await owner.rest('POST', '/api/sparks', { title: 'v1', content: 'a', roomId, x: 0, y: 0 })).json().data
@@ -135,8 +135,8 @@ t.test('edits: version +1 per change, If-Match / expectedVersion guard against s
 
   const mark = bus.mark()
   const stale = await owner.rest('PATCH', `/api/sparks/${spark.id}`, { title: 'lost' }, { 'if-match': '1' })
-  t.equal(stale.statusCode, 409, 'a stale If-Match is refused')
-  t.equal(stale.json().error, 'Conflict')
+  t.equal(stale.statusCode, 412, 'a stale If-Match is refused: 412 (RFC 9110), not 409')
+  t.equal(stale.json().error, 'PreconditionFailed')
   t.match(stale.json().message, /version 2/)
   const staleRpc = await rpcError(owner.rpc(SparksService, { binary: true }).updateSpark({ sparkId: spark.id, content: 'lost', expectedVersion: 1 }))
   t.equal(staleRpc.code, Code.Aborted)
@@ -154,7 +154,7 @@ t.test('edits: version +1 per change, If-Match / expectedVersion guard against s
 
   const moved = await owner.rest('PATCH', `/api/sparks/${spark.id}/position`, { x: 40, y: 40 })
   t.equal(moved.json().data.spark.version, 8, 'a move is a change too')
-  t.equal((await owner.rest('PATCH', `/api/sparks/${spark.id}`, { title: 'late' }, { 'if-match': '7' })).statusCode, 409, 'so an edit based on the version before the move is stale')
+  t.equal((await owner.rest('PATCH', `/api/sparks/${spark.id}`, { title: 'late' }, { 'if-match': '7' })).statusCode, 412, 'so an edit based on the version before the move is stale')
 
   await bus.waitFor((e) => e.type === 'spark:updated' && e.payload.id === spark.id && e.payload.version === 7, mark)
   t.same(bus.matching((e) => e.type === 'spark:updated' && e.payload.id === spark.id, mark).map((e) => e.type === 'spark:updated' ? e.payload.version : 0), [3, 4, 5, 6, 7], 'no event for a refused edit')
@@ -165,7 +165,7 @@ t.test('concurrent edits with the same If-Match: exactly one wins', async (t) =>
   const roomId = await publicRoom(owner)
   const spark = (await owner.rest('POST', '/api/sparks', { title: 'race', roomId, x: 0, y: 0 })).json().data
   const results = await Promise.all(Array.from({ length: 8 }, async (_, i) => await owner.rest('PATCH', `/api/sparks/${spark.id}`, { title: `writer ${i}` }, { 'if-match': '1' })))
-  t.same(results.map((r) => r.statusCode).sort(), [200, 409, 409, 409, 409, 409, 409, 409])
+  t.same(results.map((r) => r.statusCode).sort(), [200, 412, 412, 412, 412, 412, 412, 412])
   t.equal((await owner.rest('GET', `/api/sparks/${spark.id}`)).json().data.version, 2)
 })
 

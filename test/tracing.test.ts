@@ -5,7 +5,7 @@
 import t from 'tap'
 import * as sdk from '@opentelemetry/sdk-trace'
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace'
-import { context, trace } from '@opentelemetry/api'
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api'
 import { currentTraceId, samplerFromEnv, startTracing, tracingConfigured } from '../src/infra/tracing.js'
 
 // Before the app's modules (and pg, ioredis) are loaded, as tracing-preload.ts does for `npm start`.
@@ -69,7 +69,8 @@ t.test('an RPC call gets its span with its operation, and its queries', async (t
   const request = exporter.getFinishedSpans().find((span) => span.attributes['app.operation'] === 'rooms.getRoom')
   if (request === undefined) { t.fail('no RPC request span'); return }
   t.equal(request.attributes['app.transport'], 'rpc')
-  t.match(request.name, /^POST \/rpc\/app\.rooms\.v1\.RoomsService\/GetRoom$/)
+  t.equal(request.name, 'app.rooms.v1.RoomsService/GetRoom', 'named after its procedure (semantic conventions)')
+  t.match(request.attributes, { 'rpc.system': 'connect_rpc', 'rpc.service': 'app.rooms.v1.RoomsService', 'rpc.method': 'GetRoom', 'http.route': '/rpc/app.rooms.v1.RoomsService/GetRoom' })
   const spans = spansOf(request.spanContext().traceId)
   t.ok(spans.filter(querySpan).length >= 1, 'its queries in the same trace')
 })
@@ -83,6 +84,26 @@ t.test('storage calls are spans of the request', async (t) => {
   if (put === undefined) { t.fail('no storage span'); return }
   const request = exporter.getFinishedSpans().find((span) => span.name === 'POST /api/uploads')
   t.equal(put.spanContext().traceId, request?.spanContext().traceId, 'in the upload\'s trace')
+})
+
+t.test('a 404 or a 400 thrown by a REST handler leaves the server span unset; the span ends with the request', async (t) => {
+  const dave = await signInWithCookie(s)
+  const headers = { cookie: `app_session=${dave.cookie}` }
+  exporter.reset()
+  t.equal((await fetch(`${s.url}/api/rooms/room_nope`, { headers })).status, 404)
+  t.equal((await fetch(`${s.url}/api/rooms`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"name":""}' })).status, 400)
+  const spans = exporter.getFinishedSpans()
+  for (const [name, status] of [['GET /api/rooms/:roomId', 404], ['POST /api/rooms', 400]] as const) {
+    const span = spans.find((one) => one.name === name)
+    if (span === undefined) { t.fail(`no ${name} span: ${spans.map((one) => one.name).join(', ')}`); continue }
+    t.equal(span.kind, SpanKind.SERVER)
+    t.equal(span.attributes['http.response.status_code'], status)
+    t.equal(span.status.code, SpanStatusCode.UNSET, `${status}: status unset (the handler threw, the client erred)`)
+  }
+  // The 400 was refused by its schema before any handler ran; the 404 came from the handler.
+  const request = spans.find((one) => one.name === 'GET /api/rooms/:roomId')
+  const handler = spans.find((one) => one.parentSpanContext?.spanId === request?.spanContext().spanId && one.name.startsWith('handler'))
+  t.equal(handler?.name, 'handler rooms.getRoom', 'its handler span is named after the operation')
 })
 
 t.test('URLs in spans carry no token', async (t) => {

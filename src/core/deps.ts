@@ -13,6 +13,7 @@ import type { CursorFeed } from './cursors/cursors.types.js'
 import type { TilePosition } from './canvas/canvas.types.js'
 import type { LayoutAlgorithm } from './canvas/layout.js'
 import type { CvParseResult } from './passport/cv.types.js'
+import type { Classification } from './safety/safety.types.js'
 
 /**
  * CPU-heavy work, run off the event loop (src/compute: a worker pool) so one caller's task never
@@ -22,9 +23,12 @@ import type { CvParseResult } from './passport/cv.types.js'
 export interface Compute {
   /** What `computeLayout` in canvas/layout.ts returns for these ids, computed elsewhere. */
   layout (algorithm: LayoutAlgorithm, tileIds: readonly string[]): Promise<TilePosition[]>
-  /** What `parseCv` in passport/cv-parse.ts returns for these bytes; a file past the task's time or
-   *  memory limit is a refusal (`too-complex`), not an error. */
+  /** What `parseCv` in passport/cv-parse.ts returns for these bytes, parsed where its whole memory
+   *  is capped (DECISIONS §17); a file past the parse's time or memory limit is a refusal
+   *  (`too-complex`), not an error. */
   parseCv (bytes: Uint8Array): Promise<CvParseResult>
+  /** What `classifyText` in safety/classify.ts returns for this text. */
+  classify (text: string): Promise<Classification>
 }
 
 export interface CoreDeps {

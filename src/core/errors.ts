@@ -5,6 +5,7 @@ import { DatabaseUnavailableError } from '../db/outage-errors.js'
 
 export type ErrorKind =
   | 'validation' // bad input; carries one violation per offending field
+  | 'unreadable_file' // a file whose content cannot be read (a CV that is encrypted, damaged, a bomb, past its parse's memory or time); names the field
   | 'invalid_token' // a link, refresh or deletion token that is unknown, used or expired
   | 'unauthenticated'
   | 'session_expired'
@@ -13,7 +14,8 @@ export type ErrorKind =
   | 'not_found'
   | 'conflict' // duplicate or constraint
   | 'precondition' // the operation is not allowed in the resource's current state
-  | 'aborted' // a concurrent change won (stale version)
+  | 'aborted' // a concurrent change won (a layout whose tiles kept moving, a retry still in flight)
+  | 'stale_version' // the version the caller based a change on is not the current one: REST 412 (If-Match), RPC ABORTED
   | 'limit_reached' // a documented bound on how many of a thing may exist (tiles in a room)
   | 'quota_exceeded' // what one user may keep is used up (UPLOAD_QUOTA_BYTES): REST 413 `QuotaExceeded`
   | 'rate_limited'
@@ -41,6 +43,12 @@ export class AppError extends Error {
 
 export function validationError (field: string, description: string): AppError {
   return new AppError('validation', `${field}: ${description}`, [{ field, description }])
+}
+
+/** A file the service cannot read (DECISIONS §17): REST 400 `UnreadableFile`, RPC INVALID_ARGUMENT,
+ *  naming the field that carried it. */
+export function unreadableFile (field: string, description: string): AppError {
+  return new AppError('unreadable_file', `${field}: ${description}`, [{ field, description }])
 }
 
 export function notFound (what: string): AppError {

@@ -4,12 +4,13 @@
 import type { MailMessage } from '../infra/mail.js'
 import type { CoreDeps } from './deps.js'
 import { AppError } from './errors.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 export async function sendOrUndo (deps: Pick<CoreDeps, 'mailer' | 'log'>, message: MailMessage, undo: () => Promise<void>): Promise<void> {
   try {
     await deps.mailer.send(message)
   } catch (error) {
-    deps.log.error({ err: error, to: message.to }, 'mail delivery failed')
+    logThrottled(deps.log, 'error', 'mail delivery failed', { err: error, to: message.to })
     await undo()
     throw new AppError('unavailable', 'The e-mail could not be sent. Please try again later.')
   }

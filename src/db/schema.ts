@@ -20,6 +20,9 @@ export interface UsersTable {
   updated_at: Timestamp
   /** Set by a `suspend` moderation action (DECISIONS §11); null while the account is in good standing. */
   suspended_at: ColumnType<Date | null, Date | null | undefined, Date | null>
+  /** Set when the account's deletion began and renewed after each of its batches
+   *  (src/core/users/account-deletion.ts); the account can no longer sign in. Null otherwise. */
+  deleting_at: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
 export type SessionKind = 'cookie' | 'rpc'

@@ -1,10 +1,14 @@
-// One access line per request, at `info`, written when the response is done (Fastify's own two lines,
-// "incoming request" and "request completed", are off: disableRequestLogging in src/app.ts). The line
-// carries the request id as `reqId` (request.log's binding, request-id.ts), the caller when the gate
-// knew one, the client address by the one rule (client-ip.ts), the catalogue operation, and the URL
-// without the tokens it may carry (src/infra/redact.ts).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+// One access line per request, at `info`, written when the request ends, whatever ended it
+// (request-end.ts: answered, abandoned by its client — 499 —, or refused by the edge itself).
+// Fastify's own two lines, "incoming request" and "request completed", are off
+// (disableRequestLogging in src/app.ts). The line carries the request id as `reqId` (request.log's
+// binding, request-id.ts), the caller when the gate knew one, the client address by the one rule
+// (client-ip.ts), the catalogue operation, an RPC call's code, and the URL without the tokens it may
+// carry (src/infra/redact.ts). A refusal the HTTP/1.1 parser made before any request existed has
+// its line too: status, request id and peer address, nothing else being known.
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { redactUrl } from '../infra/redact.js'
+import type { EndedRequest, RequestEnds } from './request-end.js'
 
 /** More fields for the line, computed per request (the trace id, when tracing is on). */
 export type AccessLineFields = (request: FastifyRequest) => Record<string, unknown> | undefined
@@ -14,8 +18,9 @@ export interface AccessLogOptions {
   extraFields?: AccessLineFields | undefined
 }
 
-/** The access line's fields for a finished request. */
-export function accessLine (request: FastifyRequest, reply: FastifyReply, extraFields?: AccessLineFields): Record<string, unknown> {
+/** The access line's fields for an ended request. */
+export function accessLine ({ request, reply, status, ms, rpc, remoteAddress }: EndedRequest, extraFields?: AccessLineFields): Record<string, unknown> {
+  if (request === undefined || reply === undefined) return { status, client: remoteAddress }
   const config = request.routeOptions.config
   const length = reply.getHeader('content-length')
   const sent = request.headers['content-length']
@@ -23,9 +28,12 @@ export function accessLine (request: FastifyRequest, reply: FastifyReply, extraF
     method: request.method,
     // The route's pattern (`/api/rooms/:roomId`), so lines group by route; none for an unknown path.
     route: request.routeOptions.url,
-    url: redactUrl(request.url),
-    status: reply.statusCode,
-    ms: Math.round(reply.elapsedTime * 100) / 100,
+    // What the client sent (a gRPC call at a standard path is routed under /rpc: src/rpc/standard-paths.ts).
+    url: redactUrl(request.originalUrl),
+    status,
+    // An RPC call's outcome: its gRPC / Connect code (a gRPC error travels with status 200).
+    code: rpc?.code,
+    ms: Math.round(ms * 100) / 100,
     userId: request.actor?.userId,
     client: request.clientIp,
     operation: config.operation,
@@ -39,13 +47,13 @@ export function accessLine (request: FastifyRequest, reply: FastifyReply, extraF
 /** The levels at which `info` lines are written. */
 const LOGS_INFO = new Set(['trace', 'debug', 'info'])
 
-export function installAccessLog (app: FastifyInstance, options: AccessLogOptions = {}): void {
+export function installAccessLog (log: FastifyBaseLogger, ends: RequestEnds, options: AccessLogOptions = {}): void {
   const { extraFields } = options
-  // Logs above `info` (LOG_LEVEL=warn): no hook at all, so a request pays nothing for it.
-  if (!LOGS_INFO.has(app.log.level)) return
-  // A callback hook, not an async one: it runs on every request.
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(accessLine(request, reply, extraFields), 'request')
-    done()
+  // Logs above `info` (LOG_LEVEL=warn): no observer at all, so a request pays nothing for it.
+  if (!LOGS_INFO.has(log.level)) return
+  ends.observe((ended) => {
+    const line = accessLine(ended, extraFields)
+    if (ended.request === undefined) log.info({ reqId: ended.requestId, ...line }, 'request')
+    else ended.request.log.info(line, 'request')
   })
 }

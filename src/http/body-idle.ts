@@ -55,7 +55,7 @@ export function watchBodyIdle (idleMs: number, write: RefusalWriter): BodyIdleWa
       } else if (now - progress.since >= idleMs) {
         watched.delete(response)
         // Node's own request timeout answers the same way: the refusal, then the connection closes.
-        if (!response.headersSent) refuseOnSocket(socket, BODY_IDLE, write, requestIdOfRaw(request))
+        if (!response.headersSent) refuseOnSocket(socket, BODY_IDLE, write, requestIdOfRaw(request), request)
         socket.destroy()
       }
     }

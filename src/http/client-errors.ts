@@ -2,10 +2,13 @@
 // headers too large (431), not HTTP (400) — are answered in the REST envelope (the writer REST hands
 // the edge, refusals.ts), not Fastify's own body, and the connection is closed. The listener's own
 // timeouts (a body that stops arriving, an HTTP/2 request too slow to arrive) answer with the same 408.
-import { STATUS_CODES } from 'node:http'
+// Each refusal is one ended request (request-end.ts): the request in flight on the connection, when
+// there is one, ends with the refusal's status; otherwise the refusal is reported on its own.
+import { STATUS_CODES, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { EdgeRefusal, RefusalReply, RefusalWriter } from './refusals.js'
-import { newRequestId } from './request-id.js'
+import { noteEdgeRefusal, requestInFlight, type RequestEnds } from './request-end.js'
+import { newRequestId, requestIdOfRaw } from './request-id.js'
 
 /** Code of the error the listener reports when a request body stops arriving (body-idle.ts). */
 export const BODY_IDLE = 'ERR_HTTP_BODY_IDLE'
@@ -27,24 +30,38 @@ export function timeoutRefusal (late: Lateness, write: RefusalWriter): RefusalRe
 }
 
 /** Fastify's clientErrorHandler: answers with `write`'s refusal while nothing of an answer went out. */
-export function clientErrorAnswer (write: RefusalWriter) {
+export function clientErrorAnswer (write: RefusalWriter, ends: RequestEnds) {
   return function answerClientError (error: Error & { code?: string }, socket: Socket): void {
+    // A request in flight (Node's whole-request timeout) ends with the refusal, or as abandoned.
+    const request = requestInFlight(socket)
     // A connection the client reset has no one left to answer.
     if (error.code === 'ECONNRESET' || socket.destroyed) {
       socket.destroy()
       return
     }
     // Once any part of an answer went out, another one would corrupt it: only close.
-    // No request was read whole, so there is no client id to keep: the refusal carries a new one.
-    if (socket.bytesWritten === 0) refuseOnSocket(socket, error.code, write)
+    if (socket.bytesWritten === 0) {
+      if (request !== undefined) {
+        refuseOnSocket(socket, error.code, write, requestIdOfRaw(request))
+      } else {
+        // No request was read whole, so there is no client id to keep: the refusal carries a new one.
+        const requestId = newRequestId()
+        const status = refuseOnSocket(socket, error.code, write, requestId)
+        if (status !== undefined) ends.refusedBeforeRequest(status, requestId, socket)
+      }
+    }
     socket.destroy()
   }
 }
 
-/** Writes the refusal for `code` as a whole HTTP/1.1 response that closes the connection. */
-export function refuseOnSocket (socket: Socket, code: string | undefined, write: RefusalWriter, requestId = newRequestId()): void {
-  if (!socket.writable) return
+/** Writes the refusal for `code` as a whole HTTP/1.1 response that closes the connection; the
+ *  request in flight, if any, ends with its status. Returns the status, or undefined when the
+ *  socket could not take it. */
+export function refuseOnSocket (socket: Socket, code: string | undefined, write: RefusalWriter, requestId: string, request: IncomingMessage | undefined = requestInFlight(socket)): number | undefined {
+  if (!socket.writable) return undefined
   const { reason, message } = REFUSALS[code ?? ''] ?? MALFORMED
   const { status, contentType, body } = write(reason, message)
+  if (request !== undefined) noteEdgeRefusal(request, status)
   socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: ${contentType}\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  return status
 }

@@ -8,11 +8,23 @@ import { Type } from 'typebox'
 
 export const HEALTH_OPERATION = 'health.check'
 
+/** The report (src/core/health.ts HealthReport), named for the OpenAPI document. */
+const HealthReportSchema = Type.Object({
+  status: Type.Union(['healthy', 'degraded', 'unhealthy', 'draining'].map((status) => Type.Literal(status))),
+  timestamp: Type.String({ format: 'date-time' }),
+  services: Type.Record(Type.String(), Type.Object({
+    status: Type.Union(['healthy', 'degraded', 'unhealthy', 'delayed'].map((status) => Type.Literal(status))),
+    latency: Type.Number({ description: 'Milliseconds the probe took' }),
+    lag: Type.Optional(Type.Number({ description: 'With `delayed`: how late live events are, in ms' }))
+  })),
+  uptime: Type.Optional(Type.Integer({ description: 'Seconds since start (where the REST API is served)' }))
+}, { $id: 'HealthReport', title: 'HealthReport' })
+
 export function healthRoute (monitor: HealthMonitor, draining: () => boolean) {
   return async function (app: FastifyInstance): Promise<void> {
     // Exempt from rate limiting (SPEC tiers): load balancers and monitors poll it.
-    const report200 = Type.Object({ status: Type.String() }, { additionalProperties: true, description: 'healthy or degraded, with each part' })
-    const report503 = Type.Object({ status: Type.String() }, { additionalProperties: true, description: 'unhealthy or draining' })
+    const report200 = { ...HealthReportSchema, description: 'healthy or degraded, with each part' }
+    const report503 = { ...HealthReportSchema, description: 'unhealthy or draining' }
     app.get('/health', { schema: { summary: 'Health of this instance and its dependencies', tags: ['health'], response: { 200: report200, 503: report503 } }, config: { operation: HEALTH_OPERATION } }, async (_request, reply) => {
       const current = await monitor.report()
       // A leaving instance (SIGTERM) tells load balancers to stop sending to it, whatever its parts say.

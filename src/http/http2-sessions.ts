@@ -17,6 +17,7 @@ import http2, { type Http2ServerRequest, type Http2Stream, type ServerHttp2Sessi
 import type { HttpTimeouts } from './listener.js'
 import { timeoutRefusal, type Lateness } from './client-errors.js'
 import type { RefusalWriter } from './refusals.js'
+import { noteEdgeRefusal } from './request-end.js'
 import { requestIdOfRaw } from './request-id.js'
 
 /** Streams one session may have open at once: a client needs no more to saturate a connection,
@@ -103,6 +104,8 @@ function refuseStalled (request: Http2ServerRequest, late: Lateness, write: Refu
     return
   }
   const { status, contentType, body } = timeoutRefusal(late, write)
+  // The request ends with this status (request-end.ts), whatever Fastify makes of its cut body.
+  noteEdgeRefusal(request, status)
   stream.respond({ ':status': status, 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'x-request-id': requestIdOfRaw(request) })
   stream.end(body)
   // RST_STREAM NO_ERROR once the answer is out: the client may stop sending, the answer stands.

@@ -12,10 +12,10 @@
 // queue. prom-client's default process and Node metrics come along.
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { FastifyInstance } from 'fastify'
 import type pg from 'pg'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { LimiterCounts } from '../ratelimit/limiter-counts.js'
+import type { RequestEnds, RpcOutcome } from './request-end.js'
 
 /** Request durations: from a millisecond read to a long upload or a parse. */
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
@@ -29,12 +29,19 @@ export interface MetricSources {
   heldBackMs: () => number
   pool?: Pick<pg.Pool, 'totalCount' | 'idleCount' | 'waitingCount'>
   computeLoad: () => { running: number, waiting: number }
+  /** The /health report as it is answered now (`draining` once the process got SIGTERM). */
+  health?: () => Promise<{ status: string, services: Record<string, { status: string }> }>
 }
+
+/** What /health may say of the whole instance, and of each part. */
+const INSTANCE_STATUSES = ['healthy', 'degraded', 'unhealthy', 'draining']
+const PART_STATUSES = ['healthy', 'degraded', 'delayed', 'unhealthy']
 
 export interface Metrics {
   readonly registry: Registry
-  /** One request answered (onResponse). */
-  request (operation: string, transport: string, statusCode: number, seconds: number): void
+  /** One request ended (request-end.ts): answered, abandoned (499) or refused by the edge. An RPC
+   *  call is classed by its code (`rpc`), not by the HTTP status that carried it. */
+  request (operation: string, transport: string, statusCode: number, seconds: number, rpc?: RpcOutcome): void
   rateLimitDecision (tier: string, allowed: boolean): void
   queryError (): void
   computeTask (name: string, seconds: number, outcome: 'ok' | 'failed'): void
@@ -48,10 +55,16 @@ export interface Metrics {
 export function createMetrics (): Metrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
+  // `_total` names counters only (the exposition format; `promtool check metrics`): prom-client's
+  // default gauges nodejs_active_{handles,requests,resources}_total are dropped — each is the sum
+  // of its family without the suffix (by `type`), which stays.
+  for (const metric of registry.getMetricsAsArray()) {
+    if (metric.name.endsWith('_total') && !(metric instanceof Counter)) registry.removeSingleMetric(metric.name)
+  }
   let sources: MetricSources | undefined
 
-  const requests = new Counter({ name: 'canvas_requests_total', help: 'Requests answered, by catalogue operation, transport and status class.', labelNames: ['operation', 'transport', 'status_class'], registers: [registry] })
-  const requestSeconds = new Histogram({ name: 'canvas_request_duration_seconds', help: 'Time from a request\'s arrival to its answer, by operation, transport and status class.', labelNames: ['operation', 'transport', 'status_class'], buckets: REQUEST_BUCKETS, registers: [registry] })
+  const requests = new Counter({ name: 'canvas_requests_total', help: 'Requests ended (answered, abandoned by the client: 499, refused by the edge), by catalogue operation, transport, status class and, for RPC calls, gRPC/Connect code (the class of an RPC call is its code\'s).', labelNames: ['operation', 'transport', 'status_class', 'code'], registers: [registry] })
+  const requestSeconds = new Histogram({ name: 'canvas_request_duration_seconds', help: 'Time from a request\'s arrival to its end, by operation, transport and status class.', labelNames: ['operation', 'transport', 'status_class'], buckets: REQUEST_BUCKETS, registers: [registry] })
   const decisions = new Counter({ name: 'canvas_rate_limit_decisions_total', help: 'Rate-limit decisions by tier: allowed or refused.', labelNames: ['tier', 'decision'], registers: [registry] })
   // Totals kept by the limiter itself (limiter-counts.ts): set from its snapshot at each scrape.
   registry.registerMetric(new Counter({
@@ -96,6 +109,23 @@ export function createMetrics (): Metrics {
       this.set({ state: 'waiting' }, load.waiting)
     }
   }))
+  // The health report as a state set: one series per status, 1 for the current one, so an alert can
+  // say `degraded for 5 minutes` and a panel which part it is.
+  registry.registerMetric(new Gauge({
+    name: 'canvas_health_status',
+    help: 'The /health report: 1 for the current status, 0 for the others; part="instance" is the whole report (healthy, degraded, unhealthy, draining), the others its parts (healthy, degraded, delayed, unhealthy).',
+    labelNames: ['part', 'status'],
+    registers: [],
+    async collect () {
+      const report = await sources?.health?.()
+      if (report === undefined) return
+      this.reset()
+      for (const status of INSTANCE_STATUSES) this.set({ part: 'instance', status }, report.status === status ? 1 : 0)
+      for (const [part, { status: current }] of Object.entries(report.services)) {
+        for (const status of PART_STATUSES) this.set({ part, status }, current === status ? 1 : 0)
+      }
+    }
+  }))
   const computeSeconds = new Histogram({ name: 'canvas_compute_task_duration_seconds', help: 'Compute tasks from submission (queue wait included) to their end, by kind and outcome.', labelNames: ['task', 'outcome'], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] })
   const uploaded = new Counter({ name: 'canvas_upload_bytes_total', help: 'Bytes of uploaded files stored.', registers: [registry] })
   // Present from the start (at 0), so a dashboard's query has series before the first of each.
@@ -105,9 +135,9 @@ export function createMetrics (): Metrics {
 
   return {
     registry,
-    request (operation, transport, statusCode, seconds) {
-      const labels = { operation, transport, status_class: `${Math.floor(statusCode / 100)}xx` }
-      requests.inc(labels)
+    request (operation, transport, statusCode, seconds, rpc) {
+      const labels = { operation, transport, status_class: `${Math.floor((rpc?.httpStatus ?? statusCode) / 100)}xx` }
+      requests.inc({ ...labels, code: rpc?.code ?? '' })
       requestSeconds.observe(labels, seconds)
     },
     rateLimitDecision (tier, allowed) { decisions.inc({ tier, decision: allowed ? 'allowed' : 'refused' }) },
@@ -122,13 +152,11 @@ export function createMetrics (): Metrics {
   }
 }
 
-/** Counts every answered request of `app` by its route's operation and transport. */
-export function installRequestMetrics (app: FastifyInstance, metrics: Metrics): void {
-  // A callback hook: it runs on every response, and a promise each is not free.
-  app.addHook('onResponse', (request, reply, done) => {
-    const { operation, admission } = request.routeOptions.config
-    metrics.request(operation ?? 'none', admission?.transport ?? 'none', reply.statusCode, reply.elapsedTime / 1000)
-    done()
+/** Counts every ended request by its route's operation and transport (`none` for a refusal made
+ *  before any request existed). */
+export function installRequestMetrics (ends: RequestEnds, metrics: Metrics): void {
+  ends.observe(({ request, transport, status, ms, rpc }) => {
+    metrics.request(request?.routeOptions.config.operation ?? 'none', transport, status, ms / 1000, rpc)
   })
 }
 

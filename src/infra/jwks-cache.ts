@@ -13,6 +13,7 @@
 //   since the last attempt (so a dead provider is not asked on every request).
 import { createLocalJWKSet, errors, type FlattenedJWSInput, type JSONWebKeySet, type JWSHeaderParameters, type LocalJWKSet } from 'jose'
 import type { Logger } from './logger.js'
+import { logThrottled } from './throttled-log.js'
 
 /** No key set is held and the provider cannot be reached: the caller answers 503, not 401. */
 export class JwksUnavailableError extends Error {
@@ -79,7 +80,7 @@ export function createJwksCache (source: JwksSource, log: Logger, timing: JwksTi
         keys = createLocalJWKSet(await fetchJson(jwksUrl, timing.fetchTimeoutMs) as JSONWebKeySet)
         fetchedAt = Date.now()
       } catch (error) {
-        log.warn({ err: error, issuer: source.issuer, keysHeld: keys !== undefined }, 'OIDC: fetching the signing keys failed')
+        logThrottled(log, 'warn', 'OIDC: fetching the signing keys failed', { err: error, issuer: source.issuer, keysHeld: keys !== undefined })
         throw error
       } finally {
         inFlight = undefined

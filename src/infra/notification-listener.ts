@@ -10,6 +10,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import type { Logger } from './logger.js'
 import { CONNECT_TIMEOUT_MS } from '../db/postgres-pool.js'
+import { logThrottled } from './throttled-log.js'
 
 export type NotificationHandler = (payload: string) => void
 
@@ -135,7 +136,7 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
   function lost (which: pg.Client, error: Error | undefined): void {
     if (closed || which !== client) return
     client = undefined
-    log.warn({ err: error }, 'live events: notification connection lost, reconnecting')
+    logThrottled(log, 'warn', 'live events: notification connection lost, reconnecting', { err: error })
     which.end().catch(() => {})
     scheduleReconnect()
   }
@@ -161,7 +162,7 @@ export function postgresListener (connectionString: string, log: Logger): Notifi
         if (!closed) resumed()
       }, (error: unknown) => {
         // Every failed attempt of a long outage would be one line four times a second: log the first.
-        if (attempt === 1) log.warn({ err: error }, 'live events: reconnect failed, retrying')
+        if (attempt === 1) logThrottled(log, 'warn', 'live events: reconnect failed, retrying', { err: error })
         scheduleReconnect()
       })
     }, delay)

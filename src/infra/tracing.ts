@@ -14,6 +14,7 @@
 // no-op calls: the SDK's packages are loaded by startTracing(), only when tracing is on.
 import { trace, isSpanContextValid, SpanStatusCode, type Attributes } from '@opentelemetry/api'
 import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace'
+import { packageVersion } from './package-version.js'
 
 type Env = Record<string, string | undefined>
 
@@ -113,7 +114,7 @@ export async function startTracing (options: TracingOptions = {}): Promise<void>
   api.propagation.setGlobalPropagator(new W3CTraceContextPropagator())
   const exporter = options.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter()
   const resource = resources.defaultResource()
-    .merge(resources.resourceFromAttributes({ 'service.name': 'canvas-api' }))
+    .merge(resources.resourceFromAttributes({ 'service.name': 'canvas-api', 'service.version': packageVersion() }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }))
   const provider = new sdk.TracerProvider({
     resource,

@@ -7,6 +7,7 @@ import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
 import type { CursorPresence } from './cursor-presence.js'
 import type { OpenStreams, Stream, StreamMessage } from './streams.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 export function fanOutCursors (options: { presence: CursorPresence, audience: AudienceResolver, streams: OpenStreams, clock: Clock, log: Logger }): void {
   const { presence, audience, streams, clock, log } = options
@@ -24,7 +25,7 @@ export function fanOutCursors (options: { presence: CursorPresence, audience: Au
         })
       } catch (error) {
         // Cursors are ephemeral: the next batch carries the newest positions anyway.
-        log.error({ err: error, roomId }, 'live events: resolving cursor recipients failed')
+        logThrottled(log, 'error', 'live events: resolving cursor recipients failed', { err: error, roomId })
       }
     })
   }

@@ -13,6 +13,7 @@
 import type { CursorPosition } from '../core/canvas/canvas.types.js'
 import type { Logger } from '../infra/logger.js'
 import type { CursorFeed } from '../core/cursors/cursors.types.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 export const CURSOR_BATCH_MS = 100
 const RELAY_EVERY_MS = 50
@@ -103,7 +104,7 @@ export function createCursorPresence (relay: CursorRelay, log: Logger, now: () =
     cut()
     outbox.clear()
     for (const message of messages) {
-      relay.send(message).catch((error: unknown) => { log.warn({ err: error }, 'cursor relay failed; positions dropped') })
+      relay.send(message).catch((error: unknown) => { logThrottled(log, 'warn', 'cursor relay failed; positions dropped', { err: error }) })
     }
   }
 

@@ -8,7 +8,7 @@ import type { Delayed } from '../core/health.js'
 import type { Db } from '../db/database.js'
 import { monotonicMs } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
-import { findBlocker } from './event-log.repository.js'
+import { findBlocker, type Blocker } from './event-log.repository.js'
 import { comparePositions, formatPosition, type LogPosition } from './log-position.js'
 
 /** Held back longer than this, delivery counts as delayed (warning, health). */
@@ -33,10 +33,7 @@ export function watchStalls (options: { readDb: Db, log: Logger }): StallWatch {
     if (lookingUp) return
     lookingUp = true
     findBlocker(readDb).then((blocker) => {
-      log.warn({ lagMs, waitingEventId: formatPosition(first), blocker: blocker ?? null },
-        blocker === undefined
-          ? 'live events: delivery is held back by an open transaction (a prepared transaction?); see pg_stat_activity and pg_prepared_xacts'
-          : `live events: delivery is held back by an open transaction: pid ${blocker.pid} (${blocker.applicationName === '' ? 'no application_name' : blocker.applicationName}), open ${String(blocker.transactionMs)} ms`)
+      log.warn({ lagMs, waitingEventId: formatPosition(first), blocker: blocker ?? null }, blockerMessage(blocker))
     }, (error: unknown) => {
       log.warn({ err: error, lagMs, waitingEventId: formatPosition(first) }, 'live events: delivery is held back by an open transaction (which one could not be read)')
     }).finally(() => { lookingUp = false })
@@ -59,6 +56,18 @@ export function watchStalls (options: { readDb: Db, log: Logger }): StallWatch {
     },
     lagMs: () => stall === undefined ? 0 : Math.round(monotonicMs() - stall.since)
   }
+}
+
+/** The warning's words for what holds delivery back. A role without pg_monitor (or
+ *  pg_read_all_stats) sees other roles' sessions in pg_stat_activity without their details: the
+ *  warning then says so, rather than printing the unknown as `null`. */
+export function blockerMessage (blocker: Blocker | undefined): string {
+  if (blocker === undefined) return 'live events: delivery is held back by an open transaction (a prepared transaction?); see pg_stat_activity and pg_prepared_xacts'
+  const who = `pid ${blocker.pid} (${blocker.applicationName === '' ? 'no application_name' : blocker.applicationName})`
+  if (blocker.transactionMs === null) {
+    return `live events: delivery is held back by an open transaction: ${who}, a session of another role whose details this role may not see (grant it pg_monitor to see how long it has been open and what it runs: docs/operations.md)`
+  }
+  return `live events: delivery is held back by an open transaction: ${who}, open ${blocker.transactionMs} ms`
 }
 
 /** The health report's `events` part: delayed, with the lag, once delivery is held back past STALL_AFTER_MS. */

@@ -9,6 +9,7 @@ import type { Logger } from '../infra/logger.js'
 import type { EventLogBus, LoggedEvent } from './event-log-bus.js'
 import { comparePositions } from './log-position.js'
 import type { OpenStreams, StreamMessage } from './streams.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 const RESOLVE_RETRY_FIRST_MS = 100
 const RESOLVE_RETRY_MAX_MS = 2_000
@@ -53,7 +54,7 @@ export function fanOutEvents (options: { bus: EventLogBus, audience: AudienceRes
       try {
         stream.connection.send(message)
       } catch (error) {
-        log.error({ err: error, eventId: event.id, type: event.type }, 'live events: writing to a stream failed')
+        logThrottled(log, 'error', 'live events: writing to a stream failed', { err: error, eventId: event.id, type: event.type })
       }
     })
   }
@@ -71,7 +72,7 @@ export function fanOutEvents (options: { bus: EventLogBus, audience: AudienceRes
         return await attempt
       } catch (error) {
         if (stopped) return undefined
-        log.warn({ err: error, eventId: event.id, type: event.type }, 'live events: resolving recipients failed; asking again')
+        logThrottled(log, 'warn', 'live events: resolving recipients failed; asking again', { err: error, eventId: event.id, type: event.type })
         await new Promise((resolve) => setTimeout(resolve, pauseMs))
         pauseMs = Math.min(pauseMs * 2, RESOLVE_RETRY_MAX_MS)
         attempt = audience.recipientsOf(event.audience)
@@ -105,11 +106,11 @@ export function fanOutEvents (options: { bus: EventLogBus, audience: AudienceRes
         try {
           deliver(event, resolved)
         } catch (error) {
-          log.error({ err: error, eventId: event.id, type: event.type }, 'live events: delivering an event failed')
+          logThrottled(log, 'error', 'live events: delivering an event failed', { err: error, eventId: event.id, type: event.type })
         }
       }
     }).catch((error: unknown) => {
-      log.error({ err: error }, 'live events: delivering a batch failed')
+      logThrottled(log, 'error', 'live events: delivering a batch failed', { err: error })
     })
   }
 

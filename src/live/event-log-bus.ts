@@ -20,6 +20,7 @@ import { watchStalls } from './delivery-stall.js'
 import { countEventsAfter, findEventsBetween, findFinalEventsAfter, logBounds, notify, pruneBatch, type EventLogRow } from './event-log.repository.js'
 import type { LiveChannel } from './live-channel.js'
 import { comparePositions, formatPosition, LOG_START, type LogPosition } from './log-position.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 /** How long the log keeps an event for replay (documented in README: 24 hours). */
 export const EVENT_LOG_RETENTION_MS = 24 * 3600_000
@@ -154,7 +155,7 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
       }
     } catch (error) {
       if (!stopped) {
-        log.error({ err: error }, 'live events: loading from the event log failed, retrying')
+        logThrottled(log, 'error', 'live events: loading from the event log failed, retrying', { err: error })
         lookLater(RETRY_LOAD_MS)
       }
     } finally {
@@ -172,7 +173,7 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
     waking = true
     notify(db, channel.name, `e:${instance}`).catch((error: unknown) => {
       // The others find the events on their next poll.
-      log.warn({ err: error }, 'live events: waking the other instances failed')
+      logThrottled(log, 'warn', 'live events: waking the other instances failed', { err: error })
     }).finally(() => {
       waking = false
       if (wakeAgain) {
@@ -258,7 +259,7 @@ export function createEventLogBus (options: { db: Db, readDb?: Db, channel: Live
       }, POLL_EVERY_MS)
       pollTimer.unref()
       const runPrune = (): void => {
-        prune().catch((error: unknown) => { log.warn({ err: error }, 'live events: pruning the event log failed') })
+        prune().catch((error: unknown) => { logThrottled(log, 'warn', 'live events: pruning the event log failed', { err: error }) })
       }
       runPrune()
       pruneTimer = setInterval(runPrune, PRUNE_EVERY_MS)

@@ -3,6 +3,7 @@
 import type { SessionSignals } from '../core/auth/session-signals.js'
 import type { Logger } from '../infra/logger.js'
 import type { LiveChannel } from './live-channel.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 export function sessionSignalsOver (channel: LiveChannel, log: Logger): SessionSignals {
   async function send (kind: 's' | 'u' | 'p', id: string): Promise<void> {
@@ -10,7 +11,7 @@ export function sessionSignalsOver (channel: LiveChannel, log: Logger): SessionS
       await channel.send(kind, id)
     } catch (error) {
       // The change itself is committed; the heartbeat's session check ends the streams a little later.
-      log.warn({ err: error, kind }, 'live events: session signal could not be sent')
+      logThrottled(log, 'warn', 'live events: session signal could not be sent', { err: error, kind })
     }
   }
   return {

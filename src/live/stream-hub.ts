@@ -19,6 +19,7 @@ import { replayMissed, resetMessage } from './replay.js'
 import type { StreamCaps } from './stream-caps.js'
 import { keepStreamsUp } from './stream-upkeep.js'
 import { OpenStreams, type Stream, type StreamConnection } from './streams.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 export interface StreamOpen {
   userId: string
@@ -72,7 +73,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
     // The user's last stream here; if it was their last anywhere, they leave every canvas.
     caps.openStreams(stream.userId).then((open) => {
       if (open === 0 && !streams.hasUser(stream.userId)) presence.userGone(stream.userId)
-    }, (error: unknown) => { log.warn({ err: error }, 'live events: counting open streams failed') })
+    }, (error: unknown) => { logThrottled(log, 'warn', 'live events: counting open streams failed', { err: error }) })
   }
 
   function end (stream: Stream): void {
@@ -121,7 +122,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
       upkeep.watchExpiry(stream)
       if (lastEventId !== undefined && !stream.closed) {
         replayMissed(stream, lastEventId, { bus, audience, clock }).catch((error: unknown) => {
-          log.error({ err: error }, 'live events: replay failed; ending the stream so the client reconnects')
+          logThrottled(log, 'error', 'live events: replay failed; ending the stream so the client reconnects', { err: error })
           end(stream)
         })
       }

@@ -11,6 +11,7 @@ import type { LiveChannel } from './live-channel.js'
 import type { StreamCaps } from './stream-caps.js'
 import { standingSessionIds } from './stream-sessions.repository.js'
 import type { OpenStreams, Stream, StreamMessage } from './streams.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 /**
  * Between two heartbeats an SSE comment (`: ping`) goes out at least this often (DECISIONS §16): a
@@ -67,7 +68,7 @@ export function keepStreamsUp (options: StreamUpkeepOptions): StreamUpkeep {
       const standing = await standingSessionIds(db, ids, clock.now())
       for (const id of ids) if (!standing.has(id)) for (const stream of streams.ofSession(id)) end(stream)
     } catch (error) {
-      log.warn({ err: error }, 'live events: session check failed')
+      logThrottled(log, 'warn', 'live events: session check failed', { err: error })
     } finally {
       sessionCheckRunning = false
     }

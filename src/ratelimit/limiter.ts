@@ -21,6 +21,7 @@ import type { Clock } from '../infra/clock.js'
 import { CounterStore } from './counter-store.js'
 import { createLimiterCounts, type LimiterCounts } from './limiter-counts.js'
 import { tierTable, type Tier, type TierLimit, type TierTable } from './tiers.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 type CountedTier = Exclude<Tier, 'exempt'>
 
@@ -96,7 +97,7 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
     keyPrefix: config.rateLimitKeyPrefix,
     now,
     events: {
-      fallback: (error) => { app.log.warn({ err: error }, 'rate limiter: Redis unavailable, counting per instance in memory') },
+      fallback: (error) => { logThrottled(app.log, 'warn', 'rate limiter: Redis unavailable, counting per instance in memory', { err: error }) },
       resumed: () => { app.log.info('rate limiter: Redis answers again, shared counting resumed') }
     }
   })

@@ -7,11 +7,11 @@ import { Type } from 'typebox'
 import type { Core } from '../core/index.js'
 import type { AdminRequest } from '../core/admin/audit.js'
 import {
-  AdminAppealsQuery, AdminListRoomsQuery, AdminListUsersQuery, AdminRoomIdParams, AdminRoomSchema, AdminUserIdParams, AdminUserSchema,
-  AppealIdParams, AuditEntrySchema, AuditQuery, MotdIdParams, ReportIdParams, WidgetIdParams
+  AdminAppealsQuery, AdminListRoomsQuery, AdminListUsersQuery, AdminRoomIdParams, AdminUserIdParams,
+  AppealIdParams, AuditQuery, MotdIdParams, ReportIdParams, WidgetIdParams
 } from '../core/admin/admin.types.js'
 import { AppError } from '../core/errors.js'
-import { AdminAppealSchema, AdminReportSchema, AppealDecisionSchema, ResolutionSchema, UnsuspensionSchema } from './admin.schemas.js'
+import { AdminAppealSchema, AdminReportSchema, AdminRoomSchema, AdminUserSchema, AppealDecisionSchema, AuditEntrySchema, ResolutionSchema, UnsuspensionSchema } from './admin.schemas.js'
 import { dataOf, ErrorBody, MotdSchema, NoContent, pageOf, WidgetSchema } from './safety.schemas.js'
 import {
   AdminReportsQuery, CreateMotdInput, CreateWidgetInput, DecideAppealInput, LiftSuspensionInput, ResolveReportInput, UpdateMotdInput, UpdateWidgetInput

@@ -7,7 +7,7 @@ import type { Core } from '../core/index.js'
 import { RequestLoginInput, TokenInput } from '../core/auth/auth.types.js'
 import { actorOf } from './identity.js'
 import { Type } from 'typebox'
-import { AnyObject, User, noContent, ok } from './responses.js'
+import { DeletionRequest, LoginRequest, User, noContent, ok } from './responses.js'
 import { SESSION_COOKIE } from './route-config.js'
 
 /** The quality a media type gets in an Accept header (0 when not listed by name). */
@@ -39,7 +39,7 @@ export function authRoutes (core: Core, config: Config) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.post('/request-login', { schema: { summary: 'Mail a sign-in link', tags: ['auth'], response: ok(Type.Object({ sent: Type.Boolean(), expiresAt: Type.String({ format: 'date-time' }) })), body: RequestLoginInput }, config: { operation: 'auth.requestLogin' } }, async (request) => {
+    r.post('/request-login', { schema: { summary: 'Mail a sign-in link', tags: ['auth'], response: ok(LoginRequest), body: RequestLoginInput }, config: { operation: 'auth.requestLogin' } }, async (request) => {
       const { expiresAt } = await core.auth.requestLogin(request.body, { poll: false })
       return { data: { sent: true, expiresAt } }
     })
@@ -70,7 +70,7 @@ export function authRoutes (core: Core, config: Config) {
       return await reply.code(204).send()
     })
 
-    r.post('/request-deletion', { schema: { summary: 'Mail a link that deletes the account', tags: ['auth'], response: ok(AnyObject) }, config: { operation: 'auth.requestDeletion' } }, async (request) => {
+    r.post('/request-deletion', { schema: { summary: 'Mail a link that deletes the account', tags: ['auth'], response: ok(DeletionRequest) }, config: { operation: 'auth.requestDeletion' } }, async (request) => {
       return { data: await core.auth.requestDeletion(actorOf(request)) }
     })
 

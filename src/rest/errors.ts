@@ -12,6 +12,7 @@ export type HttpRefusal = 'bad_request' | 'route_not_found' | 'method_not_allowe
 
 const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }> = {
   validation: { status: 400, error: 'ValidationError' },
+  unreadable_file: { status: 400, error: 'UnreadableFile' },
   invalid_token: { status: 400, error: 'InvalidToken' },
   unauthenticated: { status: 401, error: 'Unauthorized' },
   session_expired: { status: 401, error: 'Session expired' },
@@ -21,6 +22,8 @@ const REPLIES: Record<ErrorKind | HttpRefusal, { status: number, error: string }
   conflict: { status: 409, error: 'Conflict' },
   precondition: { status: 409, error: 'FailedPrecondition' },
   aborted: { status: 409, error: 'Conflict' },
+  // RFC 9110: a stale If-Match is 412 (DECISIONS §17).
+  stale_version: { status: 412, error: 'PreconditionFailed' },
   limit_reached: { status: 409, error: 'LimitReached' },
   quota_exceeded: { status: 413, error: 'QuotaExceeded' },
   idempotency_mismatch: { status: 422, error: 'IdempotencyKeyReused' },
@@ -54,6 +57,12 @@ export interface RestErrorBody {
 }
 
 export interface RestErrorReply { status: number, body: RestErrorBody }
+
+/** The status and `error` name REST answers a core error kind or an HTTP refusal with (the OpenAPI
+ *  document declares each operation's answers from it). */
+export function restReplyOf (reason: ErrorKind | HttpRefusal): { status: number, error: string } {
+  return REPLIES[reason]
+}
 
 export function restRefusal (reason: HttpRefusal, message: string): RestErrorReply {
   const { status, error } = REPLIES[reason]

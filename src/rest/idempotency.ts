@@ -9,6 +9,7 @@ import { requestFingerprint } from '../core/idempotency/idempotency.js'
 import { IDEMPOTENCY_HEADER, type FirstRun } from '../core/idempotency/idempotency.types.js'
 import { sendAppError } from './errors.js'
 import { AppError } from '../core/errors.js'
+import { logThrottled } from '../infra/throttled-log.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -61,7 +62,7 @@ export function installIdempotency (app: FastifyInstance, core: Core): void {
     if (run === undefined) return payload
     request.idempotencyRun = undefined
     if (reply.statusCode >= 500 || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
-      await run.release().catch((error: unknown) => { request.log.warn({ err: error }, 'idempotency: release failed') })
+      await run.release().catch((error: unknown) => { logThrottled(request.server.log, 'warn', 'idempotency: release failed', { err: error, reqId: request.id }) })
       return payload
     }
     const headers: Record<string, string> = {}
@@ -74,7 +75,7 @@ export function installIdempotency (app: FastifyInstance, core: Core): void {
     } catch (error) {
       // The create happened; the key stays claimed until it expires (a retry is told 409), rather
       // than freed for a second create.
-      request.log.warn({ err: error }, 'idempotency: storing the answer failed')
+      logThrottled(request.server.log, 'warn', 'idempotency: storing the answer failed', { err: error, reqId: request.id })
     }
     return payload
   }

@@ -18,6 +18,7 @@ import { uploadRoutes } from './uploads.routes.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { installRequestGate } from './request-gate.js'
 import { installIdempotency } from './idempotency.js'
+import { installHttpSemantics } from './http-semantics.js'
 import { rtcRoutes } from './rtc.routes.js'
 import { appealRoutes, classifyRoutes, messageRoutes, motdRoutes, reportRoutes, roomWidgetRoutes, widgetRoutes } from './safety.routes.js'
 import { userRoutes } from './users.routes.js'
@@ -38,13 +39,14 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
     origin: config.corsOrigin,
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
-    exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
+    exposedHeaders: ['ETag', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed', 'Location'],
     maxAge: 7200
   })
   app.setValidatorCompiler(typeBoxValidatorCompiler)
   installRequestGate(app, core, limiter)
   installIdempotency(app, core)
+  installHttpSemantics(app)
   await app.register(authRoutes(core, config), { prefix: '/auth' })
   await app.register(roomRoutes(core), { prefix: '/rooms' })
   await app.register(roomWidgetRoutes(core), { prefix: '/rooms' })

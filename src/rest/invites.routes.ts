@@ -4,13 +4,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
 import { InviteTokenInput } from '../core/offices/offices.types.js'
 import { actorOf } from './identity.js'
-import { InviteInfo, Member, ok } from './responses.js'
+import { InviteAcceptance, InviteInfo, ok } from './responses.js'
 
 export function inviteRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.post('/accept', { schema: { summary: 'Accept an invitation', tags: ['offices'], response: ok(Member), body: InviteTokenInput }, config: { operation: 'offices.acceptInvite' } }, async (request) => {
+    r.post('/accept', { schema: { summary: 'Accept an invitation', tags: ['offices'], response: ok(InviteAcceptance), body: InviteTokenInput }, config: { operation: 'offices.acceptInvite' } }, async (request) => {
       return { data: await core.invites.accept(actorOf(request), request.body) }
     })
 

@@ -9,23 +9,26 @@ import {
   AddExperienceInput, AddSkillInput, ExperienceIdParams, PassportUserParams, SkillIdParams, UpdateExperienceBody, UpdatePassportInput
 } from '../core/passport/passport.types.js'
 import { actorOf } from './identity.js'
-import { AnyObject, created, noContent, ok } from './responses.js'
-import { acceptMultipart, readFormFile } from './upload-form.js'
+import { CvPreview, Experience, Passport, Skill, created, noContent, ok } from './responses.js'
+import { acceptMultipart, fileForm, readFormFile } from './upload-form.js'
+
+/** What a CV may be: PDF, DOCX or plain text, told by its bytes. */
+const CV_FORM = fileForm(CV_MAX_BYTES, 'The CV: PDF, DOCX or plain text', ['application/pdf', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', 'text/plain'])
 
 export function passportRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
     const { passports } = core
 
-    r.get('/', { schema: { summary: "A passport (yours, or a user's)", tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.getPassport' } }, async (request) => {
+    r.get('/', { schema: { summary: "A passport (yours, or a user's)", tags: ['passport'], response: ok(Passport) }, config: { operation: 'passport.getPassport' } }, async (request) => {
       return { data: await passports.get(actorOf(request), {}) }
     })
 
-    r.patch('/', { schema: { summary: 'Update your passport', tags: ['passport'], response: ok(AnyObject), body: UpdatePassportInput }, config: { operation: 'passport.updatePassport' } }, async (request) => {
+    r.patch('/', { schema: { summary: 'Update your passport', tags: ['passport'], response: ok(Passport), body: UpdatePassportInput }, config: { operation: 'passport.updatePassport' } }, async (request) => {
       return { data: await passports.update(actorOf(request), request.body) }
     })
 
-    r.post('/skills', { schema: { summary: 'Add a skill', tags: ['passport'], response: created(AnyObject), body: AddSkillInput }, config: { operation: 'passport.addSkill' } }, async (request, reply) => {
+    r.post('/skills', { schema: { summary: 'Add a skill', tags: ['passport'], response: created(Skill), body: AddSkillInput }, config: { operation: 'passport.addSkill' } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addSkill(actorOf(request), request.body) })
     })
 
@@ -34,11 +37,11 @@ export function passportRoutes (core: Core) {
       return await reply.code(204).send()
     })
 
-    r.post('/experience', { schema: { summary: 'Add an experience', tags: ['passport'], response: created(AnyObject), body: AddExperienceInput }, config: { operation: 'passport.addExperience' } }, async (request, reply) => {
+    r.post('/experience', { schema: { summary: 'Add an experience', tags: ['passport'], response: created(Experience), body: AddExperienceInput }, config: { operation: 'passport.addExperience' } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addExperience(actorOf(request), request.body) })
     })
 
-    r.patch('/experience/:experienceId', { schema: { summary: 'Update an experience', tags: ['passport'], response: ok(AnyObject), params: ExperienceIdParams, body: UpdateExperienceBody }, config: { operation: 'passport.updateExperience' } }, async (request) => {
+    r.patch('/experience/:experienceId', { schema: { summary: 'Update an experience', tags: ['passport'], response: ok(Experience), params: ExperienceIdParams, body: UpdateExperienceBody }, config: { operation: 'passport.updateExperience' } }, async (request) => {
       return { data: await passports.updateExperience(actorOf(request), { ...request.body, experienceId: request.params.experienceId }) }
     })
 
@@ -47,14 +50,14 @@ export function passportRoutes (core: Core) {
       return await reply.code(204).send()
     })
 
-    r.get('/:userId', { schema: { summary: "A passport (yours, or a user's)", tags: ['passport'], response: ok(AnyObject), params: PassportUserParams }, config: { operation: 'passport.getPassport' } }, async (request) => {
+    r.get('/:userId', { schema: { summary: "A passport (yours, or a user's)", tags: ['passport'], response: ok(Passport), params: PassportUserParams }, config: { operation: 'passport.getPassport' } }, async (request) => {
       return { data: await passports.get(actorOf(request), request.params) }
     })
 
     // Its own scope: only this route reads multipart bodies.
     await app.register(async (form) => {
       await acceptMultipart(form)
-      form.post('/import', { schema: { summary: 'Import a CV (multipart `file`: PDF, DOCX or text) into your passport', tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.importCV' } }, async (request, reply) => {
+      form.post('/import', { schema: { summary: 'Import a CV (multipart `file`: PDF, DOCX or text) into your passport', tags: ['passport'], body: CV_FORM, response: ok(Passport) }, config: { operation: 'passport.importCV' } }, async (request, reply) => {
         const actor = actorOf(request)
         const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
         return { data: await passports.importCv(actor, { bytes, field: 'file' }) }
@@ -67,7 +70,7 @@ export function passportRoutes (core: Core) {
 export function cvRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     await acceptMultipart(app)
-    app.post('/parse', { schema: { summary: 'Preview what a CV (multipart `file`) would import; changes nothing', tags: ['passport'], response: ok(AnyObject) }, config: { operation: 'passport.parseCV' } }, async (request, reply) => {
+    app.post('/parse', { schema: { summary: 'Preview what a CV (multipart `file`) would import; changes nothing', tags: ['passport'], body: CV_FORM, response: ok(CvPreview) }, config: { operation: 'passport.parseCV' } }, async (request, reply) => {
       const actor = actorOf(request)
       const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
       return { data: await core.passports.parseCv(actor, { bytes, field: 'file' }) }

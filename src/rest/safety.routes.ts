@@ -127,6 +127,6 @@ export function classifyRoutes (core: Core) {
     r.post('/', {
       schema: { summary: 'Classify a text locally (spam, abuse, clean) for triage', tags: ['safety'], body: ClassifyInput, response: { 200: dataOf(ClassificationSchema), ...ERRORS } },
       config: { operation: 'safety.classify' }
-    }, async (request) => ({ data: core.safety.classify(request.body) }))
+    }, async (request) => ({ data: await core.safety.classify(request.body) }))
   }
 }

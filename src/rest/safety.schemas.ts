@@ -2,13 +2,13 @@
 // resources, on the envelopes of responses.ts. Free-form JSON (widget settings and schemas) is
 // `Type.Unknown()`.
 import { Type, type TSchema } from 'typebox'
-import { ErrorEnvelope, noContent } from './responses.js'
+import { ErrorEnvelope, named, noContent } from './responses.js'
 
 export { dataOf, listOf as pageOf, ErrorEnvelope as ErrorBody } from './responses.js'
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
-export const ReportSchema = Type.Object({
+export const ReportSchema = named('Report', Type.Object({
   id: Type.String(),
   targetType: Type.String(),
   targetId: Type.String(),
@@ -18,18 +18,18 @@ export const ReportSchema = Type.Object({
   createdAt: Type.String(),
   resolvedAt: Type.Optional(Type.String()),
   outcome: Type.Optional(Type.String())
-})
+}))
 
-export const AppealSchema = Type.Object({
+export const AppealSchema = named('Appeal', Type.Object({
   id: Type.String(),
   actionId: Type.String(),
   text: Type.String(),
   status: Type.String(),
   createdAt: Type.String(),
   decidedAt: Type.Optional(Type.String())
-})
+}))
 
-export const MessageSchema = Type.Object({
+export const MessageSchema = named('Message', Type.Object({
   id: Type.String(),
   kind: Type.String(),
   title: Type.String(),
@@ -37,13 +37,13 @@ export const MessageSchema = Type.Object({
   createdAt: Type.String(),
   readAt: Nullable(Type.String()),
   actionId: Type.Optional(Type.String())
-})
+}))
 
-export const MotdSchema = Type.Object({ id: Type.String(), text: Type.String(), severity: Type.String(), startsAt: Type.String(), endsAt: Type.String() })
+export const MotdSchema = named('Motd', Type.Object({ id: Type.String(), text: Type.String(), severity: Type.String(), startsAt: Type.String(), endsAt: Type.String() }))
 
-export const WidgetSchema = Type.Object({ id: Type.String(), name: Type.String(), description: Type.String(), settingsSchema: Type.Unknown() })
+export const WidgetSchema = named('Widget', Type.Object({ id: Type.String(), name: Type.String(), description: Type.String(), settingsSchema: Type.Unknown() }))
 
-export const InstallationSchema = Type.Object({
+export const InstallationSchema = named('WidgetInstallation', Type.Object({
   id: Type.String(),
   roomId: Type.String(),
   widgetId: Type.String(),
@@ -52,13 +52,13 @@ export const InstallationSchema = Type.Object({
   version: Type.Integer(),
   createdAt: Type.String(),
   updatedAt: Type.String()
-})
+}))
 
-export const ClassificationSchema = Type.Object({
+export const ClassificationSchema = named('Classification', Type.Object({
   labels: Type.Array(Type.Object({ label: Type.String(), score: Type.Number() })),
   flagged: Type.Boolean(),
   model: Type.String()
-})
+}))
 
 /** The core's refusals these routes may give; the gate's (400, 401, 429 with its headers, 503) are
  *  added from the catalogue by openapi.ts. */

@@ -6,7 +6,7 @@ import { Type } from 'typebox'
 import type { Core } from '../core/index.js'
 import { CreateSparkInput, ListSparksQuery, MoveSparkBody, SparkIdParams, UpdateSparkBody, type Spark } from '../core/sparks/sparks.types.js'
 import { actorOf } from './identity.js'
-import { AnyObject, Spark as SparkResource, created, list, noContent, ok } from './responses.js'
+import { Spark as SparkResource, SparkMove, created, list, noContent, ok } from './responses.js'
 
 /** `If-Match: 3`, `"3"` or `W/"3"` names the version the edit is based on; `*` matches any. */
 const IfMatchHeaders = Type.Object({
@@ -32,22 +32,22 @@ export function sparkRoutes (core: Core) {
       return { data: items, pagination }
     })
 
-    r.get('/:sparkId', { schema: { summary: 'One spark (with its ETag)', tags: ['sparks'], response: ok(SparkResource), params: SparkIdParams }, config: { operation: 'sparks.getSpark' } }, async (request, reply) => {
+    r.get('/:sparkId', { schema: { summary: 'One spark (with its ETag)', tags: ['sparks'], response: ok(SparkResource), params: SparkIdParams }, config: { operation: 'sparks.getSpark', etag: true } }, async (request, reply) => {
       return withEtag(reply, await core.sparks.get(actorOf(request), request.params))
     })
 
-    r.post('/', { schema: { summary: 'Create a spark', tags: ['sparks'], response: created(SparkResource), body: CreateSparkInput }, config: { operation: 'sparks.createSpark', idempotent: true } }, async (request, reply) => {
+    r.post('/', { schema: { summary: 'Create a spark', tags: ['sparks'], response: created(SparkResource), body: CreateSparkInput }, config: { operation: 'sparks.createSpark', idempotent: true, etag: true } }, async (request, reply) => {
       const spark = await core.sparks.create(actorOf(request), request.body)
       return await reply.code(201).send(withEtag(reply, spark))
     })
 
-    r.patch('/:sparkId', { schema: { summary: 'Update a spark (If-Match: its version)', tags: ['sparks'], response: ok(SparkResource), params: SparkIdParams, body: UpdateSparkBody, headers: IfMatchHeaders }, config: { operation: 'sparks.updateSpark' } }, async (request, reply) => {
+    r.patch('/:sparkId', { schema: { summary: 'Update a spark (If-Match: its version)', tags: ['sparks'], response: ok(SparkResource), params: SparkIdParams, body: UpdateSparkBody, headers: IfMatchHeaders }, config: { operation: 'sparks.updateSpark', etag: true } }, async (request, reply) => {
       const expectedVersion = expectedVersionOf(request.headers['if-match'])
       const spark = await core.sparks.update(actorOf(request), { ...request.body, sparkId: request.params.sparkId, expectedVersion })
       return withEtag(reply, spark)
     })
 
-    r.patch('/:sparkId/position', { schema: { summary: 'Move a spark on the canvas', tags: ['sparks'], response: ok(AnyObject), params: SparkIdParams, body: MoveSparkBody }, config: { operation: 'sparks.moveSpark' } }, async (request) => {
+    r.patch('/:sparkId/position', { schema: { summary: 'Move a spark on the canvas', tags: ['sparks'], response: ok(SparkMove), params: SparkIdParams, body: MoveSparkBody }, config: { operation: 'sparks.moveSpark' } }, async (request) => {
       return { data: await core.sparks.move(actorOf(request), { ...request.body, sparkId: request.params.sparkId }) }
     })
 

@@ -11,7 +11,7 @@ import type { StreamHub } from '../live/stream-hub.js'
 import type { StreamMessage } from '../live/streams.js'
 import { sendAppError } from './errors.js'
 import { actorOf } from './identity.js'
-import { Type } from 'typebox'
+import { eventStream } from './responses.js'
 
 /** A client this far behind is cut off (it reconnects with Last-Event-ID and is replayed what it missed). */
 const MAX_UNSENT_BYTES = 1 << 20
@@ -51,7 +51,7 @@ export function syncRoutes ({ streams, caps }: SyncRouteOptions) {
   }
 
   return async function (app: FastifyInstance): Promise<void> {
-    app.get('/subscribe', { schema: { summary: 'The event stream (Server-Sent Events)', tags: ['sync'], response: { 200: Type.String({ description: 'text/event-stream: the events the caller may see' }) } }, config: { operation: 'sync.subscribe' } }, async (request, reply) => {
+    app.get('/subscribe', { schema: { summary: 'The event stream (Server-Sent Events)', tags: ['sync'], response: eventStream('The events the caller may see, as Server-Sent Events') }, config: { operation: 'sync.subscribe' } }, async (request, reply) => {
       const actor = actorOf(request)
       // Fastify answers HEAD with this handler. A HEAD gets the stream's headers and no stream: Node
       // writes no body for HEAD, so an opened stream would never flush and would hold a slot.

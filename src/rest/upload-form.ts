@@ -4,14 +4,45 @@
 // file to storage through the core (core.uploads.receive) as it arrives. Nothing of the body is
 // read before the admission gate has admitted the request (src/http/admission.ts, onRequest), so
 // an anonymous or rate-limited upload is refused before its first byte is read.
+//
+// A route describes its form with `uploadForm` or `fileForm` as its `body` schema: the OpenAPI
+// document shows it as a multipart/form-data request body with its fields in order, while the
+// scope's validator leaves the body to the handler, which checks each part as it arrives.
 import multipart, { type Multipart } from '@fastify/multipart'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type, type TSchema } from 'typebox'
 import { AppError, PayloadTooLargeError, validationError } from '../core/errors.js'
 import type { Core } from '../core/index.js'
 import type { ReceivedUpload } from '../core/uploads/uploads.js'
-import { MAX_UPLOAD_BYTES, UPLOAD_KINDS, UPLOAD_LIMITS, type UploadedFile, type UploadKind } from '../core/uploads/uploads.types.js'
+import { AVATAR_TYPES, MAX_UPLOAD_BYTES, UPLOAD_KINDS, UPLOAD_LIMITS, type UploadedFile, type UploadKind } from '../core/uploads/uploads.types.js'
 import { invalidInput } from '../core/validation.js'
 import { actorOf } from './identity.js'
+import { typeBoxValidatorCompiler } from './validation.js'
+
+const MiB = 1024 * 1024
+const ORDER = 'The parts are read as they arrive, in order: a `type` field must come before the `file` it describes.'
+
+/** A file part, with the media types the route takes (`encoding` in the document). */
+function fileField (description: string, mediaTypes: readonly string[]): TSchema {
+  return Type.String({ format: 'binary', description, 'x-media-types': mediaTypes.join(', ') })
+}
+
+/** The form `receiveUpload` reads: `type` (fixed where the route fixes the kind), then `file`. */
+export function uploadForm (kind?: UploadKind): TSchema {
+  const limit = kind === undefined ? MAX_UPLOAD_BYTES : UPLOAD_LIMITS[kind]
+  const types = kind === 'avatar' ? [...AVATAR_TYPES] : ['application/octet-stream']
+  const type = kind === undefined
+    ? Type.Union(UPLOAD_KINDS.map((k) => Type.Literal(k)), { description: `The kind of upload (${UPLOAD_KINDS.map((k) => `${k}: at most ${UPLOAD_LIMITS[k] / MiB} MiB`).join(', ')}); before \`file\`.` })
+    : Type.Optional(Type.Literal(kind, { description: 'May repeat the kind this route fixes; before `file`.' }))
+  return Type.Object({ type, file: fileField(`The file, at most ${limit / MiB} MiB${kind === 'avatar' ? ': an image (PNG, JPEG, WebP or GIF by its bytes)' : ''}.`, types) }, {
+    description: `A multipart/form-data form. ${ORDER}`
+  })
+}
+
+/** The form `readFormFile` reads: one `file` part of at most `limit` bytes. */
+export function fileForm (limit: number, description: string, mediaTypes: readonly string[]): TSchema {
+  return Type.Object({ file: fileField(`${description}, at most ${limit / MiB} MiB.`, mediaTypes) }, { description: 'A multipart/form-data form of one part, `file`.' })
+}
 
 /** Room a form needs beyond its file (part headers, boundaries, the type field), for the early
  *  Content-Length check; the file itself is measured as it streams. */
@@ -33,6 +64,11 @@ function notMultipart (request: FastifyRequest): Error {
 export async function acceptMultipart (scope: FastifyInstance): Promise<void> {
   scope.removeAllContentTypeParsers()
   scope.addContentTypeParser('*', (request, _payload, done) => { done(notMultipart(request)) })
+  // The body schema describes the form (uploadForm, fileForm); its parts are checked as they stream.
+  scope.setValidatorCompiler((route) => route.httpPart === 'body' ? (value: unknown) => ({ value }) : typeBoxValidatorCompiler(route))
+  scope.addHook('onRoute', (route) => {
+    if (route.schema?.body !== undefined) route.schema = { ...route.schema, consumes: ['multipart/form-data'] }
+  })
   await scope.register(multipart, {
     // A form is one file and a field or two; busboy's own file limit is set per request.
     limits: { fieldNameSize: 100, fieldSize: 1_024, fields: 8, headerPairs: 20, parts: 16 }

@@ -12,7 +12,8 @@ import type { Core } from '../core/index.js'
 import { FileIdParams } from '../core/uploads/uploads.types.js'
 import { actorOf } from './identity.js'
 import { UploadedFile, created, fileBytes, noContent } from './responses.js'
-import { acceptMultipart, receiveUpload } from './upload-form.js'
+import { acceptMultipart, receiveUpload, uploadForm } from './upload-form.js'
+import { matchesEtag } from './http-semantics.js'
 
 /** Avatars are public and may sit in shared caches for a day; attachments only in the reader's own
  *  cache, for an hour. A deleted file may still be served from a cache until then. */
@@ -28,29 +29,22 @@ export function contentDisposition (disposition: 'inline' | 'attachment', filena
   return `${disposition}; filename="${fallback}"; filename*=UTF-8''${encoded}`
 }
 
-/** Whether If-None-Match names this ETag (weak comparison, as RFC 9110 asks for this header). */
-function matchesEtag (header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false
-  if (header.trim() === '*') return true
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
-}
-
 export function uploadRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     await acceptMultipart(app)
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.post('/uploads', { schema: { summary: 'Upload a file (multipart `file`)', tags: ['uploads'], response: created(UploadedFile) }, config: { operation: 'uploads.upload', idempotent: true } }, async (request, reply) => {
+    r.post('/uploads', { schema: { summary: 'Upload a file (multipart `file`)', tags: ['uploads'], body: uploadForm(), response: created(UploadedFile) }, config: { operation: 'uploads.upload', idempotent: true } }, async (request, reply) => {
       const file = await receiveUpload(core, request, reply)
       return await reply.code(201).send({ data: file })
     })
 
-    r.post('/attachments', { schema: { summary: 'Upload an attachment (multipart `file`)', tags: ['uploads'], response: created(UploadedFile) }, config: { operation: 'uploads.attach', idempotent: true } }, async (request, reply) => {
+    r.post('/attachments', { schema: { summary: 'Upload an attachment (multipart `file`)', tags: ['uploads'], body: uploadForm('attachment'), response: created(UploadedFile) }, config: { operation: 'uploads.attach', idempotent: true, location: '/api/uploads' } }, async (request, reply) => {
       const file = await receiveUpload(core, request, reply, 'attachment')
       return await reply.code(201).send({ data: file })
     })
 
-    r.get('/uploads/:fileId', { schema: { summary: "A file's bytes (public: its id is the capability)", tags: ['uploads'], response: fileBytes, params: FileIdParams }, config: { operation: 'uploads.get' } }, async (request, reply) => {
+    r.get('/uploads/:fileId', { schema: { summary: "A file's bytes (public: its id is the capability)", tags: ['uploads'], response: fileBytes, params: FileIdParams }, config: { operation: 'uploads.get', etag: true } }, async (request, reply) => {
       const served = await core.uploads.open(request.actor, request.params)
       const notModified = matchesEtag(request.headers['if-none-match'], served.etag)
       // Opened before any header is set, so a storage failure answers a plain 503 envelope.

@@ -7,15 +7,15 @@ import type { Core } from '../core/index.js'
 import { DisplayInfoQuery, SearchUsersQuery, UpdateProfileInput, UserIdParams } from '../core/users/users.types.js'
 import { actorOf } from './identity.js'
 import { Type } from 'typebox'
-import { AnyObject, User, UserSummary, list, ok } from './responses.js'
-import { acceptMultipart, receiveUpload } from './upload-form.js'
+import { PublicUser, User, list, ok } from './responses.js'
+import { acceptMultipart, receiveUpload, uploadForm } from './upload-form.js'
 
 export function userRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
     const { users } = core
 
-    r.get('/', { schema: { summary: 'Search users by name', tags: ['users'], response: list(UserSummary), querystring: SearchUsersQuery }, config: { operation: 'users.searchUsers' } }, async (request) => {
+    r.get('/', { schema: { summary: 'Search users by name', tags: ['users'], response: list(PublicUser), querystring: SearchUsersQuery }, config: { operation: 'users.searchUsers' } }, async (request) => {
       const { items, pagination } = await users.search(actorOf(request), request.query)
       return { data: items, pagination }
     })
@@ -24,18 +24,18 @@ export function userRoutes (core: Core) {
       return { data: await users.updateProfile(actorOf(request), request.body) }
     })
 
-    r.get('/display-info', { schema: { summary: 'Display names and avatars of several users', tags: ['users'], response: ok(Type.Array(UserSummary)), querystring: DisplayInfoQuery }, config: { operation: 'users.getDisplayInfo' } }, async (request) => {
+    r.get('/display-info', { schema: { summary: 'Display names and avatars of several users', tags: ['users'], response: ok(Type.Array(PublicUser)), querystring: DisplayInfoQuery }, config: { operation: 'users.getDisplayInfo' } }, async (request) => {
       return { data: await users.displayInfoOfList(actorOf(request), request.query) }
     })
 
-    r.get('/:userId', { schema: { summary: 'One user', tags: ['users'], response: ok(AnyObject), params: UserIdParams }, config: { operation: 'users.getUser' } }, async (request) => {
+    r.get('/:userId', { schema: { summary: 'One user', tags: ['users'], response: ok(Type.Union([User, PublicUser], { description: 'Your own profile with your e-mail address; anyone else without it' })), params: UserIdParams }, config: { operation: 'users.getUser' } }, async (request) => {
       return { data: await users.get(actorOf(request), request.params) }
     })
 
     // Its own scope: only this route reads multipart bodies.
     await app.register(async (form) => {
       await acceptMultipart(form)
-      form.post('/avatar', { schema: { summary: 'Upload an avatar (multipart `file`) and show it on your profile', tags: ['users'], response: ok(User) }, config: { operation: 'users.uploadAvatar' } }, async (request, reply) => {
+      form.post('/avatar', { schema: { summary: 'Upload an avatar (multipart `file`) and show it on your profile', tags: ['users'], body: uploadForm('avatar'), response: ok(User) }, config: { operation: 'users.uploadAvatar' } }, async (request, reply) => {
         const actor = actorOf(request)
         const file = await receiveUpload(core, request, reply, 'avatar')
         try {

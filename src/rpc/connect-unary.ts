@@ -33,6 +33,7 @@ import { callSignals, type CallSignals } from './call-signals.js'
 import { enumCheckOf } from './closed-enums.js'
 import { connectErrorOf, connectErrorReply } from './errors.js'
 import { decodeBinaryMessage, readLimitError } from './request-bodies.js'
+import { noteRpcOutcome } from './outcome.js'
 
 /** A service and its implementation, for the Connect router and for the routes here. */
 export interface ServiceRoute {
@@ -164,6 +165,7 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
   /** A failed call as Connect answers it: the error's status, its metadata as headers, the error JSON. */
   async function error (request: FastifyRequest, reply: FastifyReply, reason: unknown, header: Headers = new Headers(), trailer: Headers = new Headers()): Promise<FastifyReply> {
     const failure = connectErrorOf(reason)
+    noteRpcOutcome(request, failure.code)
     header.set('content-type', contentTypeUnaryJson)
     failure.metadata.forEach((value, name) => { header.set(name, value) })
     const { status, body } = connectErrorReply(failure, opt.jsonOptions)
@@ -188,6 +190,7 @@ function unaryCall (spec: MethodImplSpec & { kind: 'unary' }, method: DescMethod
       return await error(request, reply, reason, context.responseHeader, context.responseTrailer)
     }
     signal.end()
+    noteRpcOutcome(request, undefined)
     return await send(request, reply, 200, context.responseHeader, context.responseTrailer, output)
   }
 

@@ -14,6 +14,7 @@ import { AppError, asAppError, PayloadTooLargeError, type ErrorKind } from '../c
 import type { EdgeRefusal, RefusalWriter } from '../http/refusals.js'
 import { BadRequestSchema } from '../gen/google/rpc/error_details_pb.js'
 import { isGrpcCall, sendGrpcRefusal } from './grpc-refusal.js'
+import { noteRpcOutcome } from './outcome.js'
 
 /** What the gateway refuses by itself, before or beside any operation. */
 export type RpcRefusal =
@@ -26,6 +27,7 @@ export type RpcRefusal =
 
 const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   validation: Code.InvalidArgument,
+  unreadable_file: Code.InvalidArgument,
   invalid_token: Code.InvalidArgument,
   unauthenticated: Code.Unauthenticated,
   session_expired: Code.Unauthenticated,
@@ -35,6 +37,7 @@ const CODE: Record<ErrorKind | RpcRefusal, Code> = {
   conflict: Code.AlreadyExists,
   precondition: Code.FailedPrecondition,
   aborted: Code.Aborted,
+  stale_version: Code.Aborted,
   limit_reached: Code.FailedPrecondition,
   // No RPC method stores files today (uploads are REST only); the errors table's word for a used-up quota.
   quota_exceeded: Code.ResourceExhausted,
@@ -114,8 +117,10 @@ export function installRpcErrorReplies (app: FastifyInstance): void {
   // A gRPC or gRPC-Web call takes the code in its own trailers-only reply (HTTP 200): a strict gRPC
   // client reads a 404 as UNIMPLEMENTED without the message, and a JSON body as a broken stream.
   app.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0] ?? ''
+    // The path the client sent: a call at a standard path is served under /rpc (standard-paths.ts).
+    const path = request.originalUrl.split('?')[0] ?? ''
     const message = `No procedure ${request.method} ${path}`
+    noteRpcOutcome(request, CODE.no_procedure, 404)
     if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, rpcRefusal('no_procedure', message))
     return await reply.code(404).send(refusalJson('no_procedure', message))
   })
@@ -131,6 +136,7 @@ export function installRpcErrorReplies (app: FastifyInstance): void {
     } else {
       request.log.error({ err: error }, 'unhandled error')
     }
+    noteRpcOutcome(request, CODE[refusal], refusal === 'internal' ? 500 : status)
     if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, rpcRefusal(refusal, message))
     return await reply.code(refusal === 'internal' ? 500 : status).send(refusalJson(refusal, message))
   })

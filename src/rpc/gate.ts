@@ -9,10 +9,21 @@ import type { Core } from '../core/index.js'
 import type { Limiter } from '../ratelimit/limiter.js'
 import { connectErrorReply, toConnectError } from './errors.js'
 import { isGrpcCall, sendGrpcRefusal } from './grpc-refusal.js'
+import { noteRpcOutcome } from './outcome.js'
 
-/** `/rpc/app.rooms.v1.RoomsService/GetRoom` → `rooms.getRoom` (src/core/operations.ts). */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** An RPC route's procedure, `/<package>.<Service>/<Method>` (`/app.rooms.v1.RoomsService/GetRoom`),
+     *  whether the call came under /rpc or at the standard path (standard-paths.ts). */
+    procedure?: string
+  }
+}
+
+/** `/rpc/app.rooms.v1.RoomsService/GetRoom` → `rooms.getRoom` (src/core/operations.ts); gRPC's own
+ *  services the same way: `grpc.health.v1.Health/Check` → `health.check` (what `/health` is),
+ *  `grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo` → `reflection.serverReflectionInfo`. */
 export function operationOfPath (path: string): string | undefined {
-  const match = /\/app\.([a-z]+)\.v\d+\.[A-Za-z]+\/([A-Z])([A-Za-z0-9]*)$/.exec(path)
+  const match = /\/(?:app|grpc)\.([a-z]+)\.v\d+(?:(?:alpha|beta)\d*)?\.[A-Za-z]+\/([A-Z])([A-Za-z0-9]*)$/.exec(path)
   if (match === null) return undefined
   const [, domain = '', first = '', rest = ''] = match
   return `${domain}.${first.toLowerCase()}${rest}`
@@ -20,13 +31,24 @@ export function operationOfPath (path: string): string | undefined {
 
 async function refuse (request: FastifyRequest, reply: FastifyReply, refusal: AppError): Promise<FastifyReply> {
   const error = toConnectError(refusal, () => {})
+  noteRpcOutcome(request, error.code)
   if (isGrpcCall(request)) return await sendGrpcRefusal(request, reply, error)
   error.metadata.forEach((value, name) => { void reply.header(name, value) })
   const { status, body } = connectErrorReply(error)
   return await reply.code(status).type('application/json').send(Buffer.from(body))
 }
 
+/** `/rpc/app.rooms.v1.RoomsService/GetRoom` → `/app.rooms.v1.RoomsService/GetRoom`. */
+export function procedureOfPath (path: string): string | undefined {
+  return /\/[^/]+\/[^/]+$/.exec(path)?.[0]
+}
+
 export function installRpcGate (app: FastifyInstance, core: Core, limiter: Limiter | undefined): void {
+  // The procedure is kept on the route, for what labels calls by service and method (metrics, traces).
+  app.addHook('onRoute', (route) => {
+    if (route.method === 'OPTIONS' || route.url.endsWith('*')) return
+    route.config = { ...route.config, procedure: procedureOfPath(route.url) }
+  })
   installAdmission(app, {
     transport: 'rpc',
     core,

@@ -11,6 +11,7 @@ import type { ConnectError } from '@connectrpc/connect'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { Http2ServerRequest } from 'node:http2'
+import { rpcOutcomeOf } from './outcome.js'
 
 const GRPC_CONTENT_TYPE = /^application\/grpc(-web)?([+;]|$)/i
 
@@ -20,6 +21,9 @@ export function isGrpcCall (request: FastifyRequest): boolean {
 }
 
 export async function sendGrpcRefusal (request: FastifyRequest, reply: FastifyReply, error: ConnectError): Promise<FastifyReply> {
+  // The call's code for the access line, the metrics and the span (outcome.ts); the status class a
+  // Connect reply of it would have, whatever the HTTP 200 that carries it here.
+  request.rpcOutcome ??= rpcOutcomeOf(error.code)
   const headers: OutgoingHttpHeaders = {}
   // What the hooks set so far (CORS, rate-limit headers), then the error's own metadata (Retry-After).
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value

@@ -26,6 +26,9 @@ import { sparksService } from './sparks.service.js'
 import { usersService } from './users.service.js'
 import { rtcService } from './rtc.service.js'
 import { AuthService } from '../gen/app/auth/v1/auth_pb.js'
+import { Health } from '../gen/grpc/health/v1/health_pb.js'
+import { healthService, type HealthSource } from './health.service.js'
+import { REFLECTION_SERVICES, reflectionOf, reflectionServices } from './reflection.service.js'
 import { checkRequestBodies } from './request-bodies.js'
 import { connectUnaryRoutes, serviceRoute, type ServiceRoute } from './connect-unary.js'
 import { errorInterceptor } from './interceptors.js'
@@ -35,6 +38,7 @@ import { actorKey } from './context.js'
 import { clampDeadlines } from './deadlines.js'
 import { installRpcErrorReplies } from './errors.js'
 import { encodeProtobufStringsWithBuffer } from './text-encoding.js'
+import { callRequestKey, observeOutcomes } from './outcome.js'
 
 /** Where the gateway is served: every procedure is `/rpc/<package>.<Service>/<Method>`. */
 export const RPC_PREFIX = '/rpc'
@@ -53,14 +57,20 @@ const SHUTDOWN_GRACE_MS = 5_000
 /** Every service the gateway declares (DECISIONS §4), in one list for the gateway and its tests. */
 export const RPC_SERVICES = [AuthService, RoomsService, SparksService, CanvasService, OfficesService, PassportService, RtcService, UsersService, ShelvesService] as const
 
+/** gRPC's own services beside them (DECISIONS §17): health checking and server reflection (v1, v1alpha). */
+export const GRPC_SERVICES = [Health, ...REFLECTION_SERVICES] as const
+
 export interface RpcOptions {
   core: Core
   config: Config
   /** Absent only when the app is built without a limiter (benchmark baseline). */
   limiter?: Limiter | undefined
+  /** What grpc.health.v1.Health reports: the /health report, and whether the instance is leaving;
+   *  and how many Watch calls may be open at once (tests lower it). */
+  health: HealthSource & { maxWatches?: number | undefined }
 }
 
-export async function rpcGateway (app: FastifyInstance, { core, config, limiter }: RpcOptions): Promise<void> {
+export async function rpcGateway (app: FastifyInstance, { core, config, limiter, health }: RpcOptions): Promise<void> {
   await app.register(cors, {
     origin: '*',
     credentials: false,
@@ -86,6 +96,17 @@ export async function rpcGateway (app: FastifyInstance, { core, config, limiter 
     serviceRoute(UsersService, usersService(core)),
     serviceRoute(ShelvesService, shelvesService(core))
   ]
+  const served = [...RPC_SERVICES, ...GRPC_SERVICES]
+  const healthChecks = healthService({ ...health, services: served.map((s) => s.typeName) })
+  // Every Watch ends as the server begins to close (close() would otherwise wait on them).
+  app.addHook('preClose', async () => { healthChecks.close() })
+  const reflection = reflectionServices(reflectionOf(served))
+  const [reflectionV1, reflectionV1alpha] = REFLECTION_SERVICES
+  services.push(
+    serviceRoute(Health, healthChecks.impl),
+    serviceRoute(reflectionV1, reflection.v1),
+    serviceRoute(reflectionV1alpha, reflection.v1alpha)
+  )
 
   await serveRpcServices(app, services, {
     plainUnary: config.rpcPlainUnary,
@@ -113,6 +134,8 @@ export async function serveRpcServices (app: FastifyInstance, services: readonly
     // Every method the router serves has its request bodies checked, each against its service's limit.
     const limits = new Map(services.map((s) => [s.spec.service.typeName, s.readMaxBytes ?? RPC_READ_MAX_BYTES]))
     checkRequestBodies(router.handlers, (service) => limits.get(service) ?? RPC_READ_MAX_BYTES)
+    // Each reply's gRPC / Connect code is noted on its request (the access line, metrics, span).
+    observeOutcomes(router.handlers)
   }
 
   // Calls in flight when the server closes get a grace period to finish, then are aborted. This is
@@ -134,7 +157,7 @@ export async function serveRpcServices (app: FastifyInstance, services: readonly
     acceptCompression: [compressionGzip, compressionBrotli],
     shutdownSignal: shutdown.signal
   }
-  const { contextValues } = options
+  const contextValues = (request: FastifyRequest): ContextValues => options.contextValues(request).set(callRequestKey, request)
 
   // Plain Connect unary calls take the routes of connect-unary.ts; the rest goes to connect-fastify.
   if (options.plainUnary) await connectUnaryRoutes(app, { services, connect, contextValues })

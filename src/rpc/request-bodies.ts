@@ -63,6 +63,11 @@ export function checkRequestBodies (handlers: UniversalHandler[], readMaxBytes: 
 }
 
 function checking (handler: UniversalHandler, readMaxBytes: number): UniversalHandler {
+  // A stream of requests (server reflection's, the only one) is read message by message as it
+  // arrives, each held to the limit by Connect: reading it whole first would wait for the client to
+  // close its side, which a bidirectional client does only at the end.
+  const kind = handler.method.methodKind
+  if (kind === 'client_streaming' || kind === 'bidi_streaming') return handler
   const input = handler.method.input
   const enums = enumCheckOf(input)
   const checked = async (request: UniversalServerRequest): ReturnType<UniversalHandler> => {

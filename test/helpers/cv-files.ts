@@ -1,9 +1,9 @@
 // CV files the tests (and bench/cv.ts) build themselves: PDFs written object by object, DOCX files
 // zipped by hand (so a test can also write what no honest tool would: overlapping entries, sizes
-// that lie). Each is a few KiB.
-import { Readable } from 'node:stream'
-import { buffer } from 'node:stream/consumers'
-import { crc32, createDeflate, deflateRawSync } from 'node:zlib'
+// that lie, streams that unpack to gigabytes). Each is at most a few MiB, and built in well under a
+// second without ever holding what it unpacks to.
+import { createHash } from 'node:crypto'
+import { constants, crc32, deflateRawSync, deflateSync } from 'node:zlib'
 
 /** A PDF string literal's text with its special characters escaped. */
 function pdfText (text: string): string {
@@ -175,29 +175,164 @@ export function pngImage (): Buffer {
   return Buffer.concat([header, Buffer.alloc(64)])
 }
 
-/** A PDF whose one content stream is a deflate bomb: `mebibytes` MiB of spaces, compressed (streamed
- *  through zlib a mebibyte at a time, so building a gigabyte's bomb holds only the compressed bytes). */
-export async function pdfBomb (mebibytes: number): Promise<Buffer> {
-  const spaces = Buffer.alloc(1024 * 1024, 0x20)
-  const packed = await buffer(Readable.from((function * () { for (let i = 0; i < mebibytes; i++) yield spaces })()).pipe(createDeflate({ level: 9 })))
-  const head = assemblePdf([
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>',
-    `<< /Length ${packed.length} /Filter /FlateDecode >>\nstream\n@@\nendstream`
-  ])
-  const at = head.indexOf('@@')
-  return Buffer.concat([head.subarray(0, at), packed, head.subarray(at + 2)])
+const MiB = 1024 * 1024
+
+/** zlib's Adler-32 of `data`. */
+function adler32 (data: Buffer): number {
+  let a = 1
+  let b = 0
+  for (let i = 0; i < data.length; i += 4096) {
+    for (const byte of data.subarray(i, i + 4096)) { a += byte; b += a }
+    a %= 65521
+    b %= 65521
+  }
+  return (b << 16 | a) >>> 0
 }
 
-/** Parses a tiny text CV until the app's CV worker answers: its first task loads the parsers, which
- *  on a crowded machine can take past the 10 s limit (503, Retry-After) before any parse begins. */
+/** The Adler-32 of two pieces, from each one's and the second's length (zlib's adler32_combine). */
+function adler32Combine (first: number, second: number, secondLength: number): number {
+  const BASE = 65521
+  const rem = secondLength % BASE
+  let sum1 = first & 0xffff
+  let sum2 = (rem * sum1) % BASE
+  sum1 += (second & 0xffff) + BASE - 1
+  sum2 += ((first >>> 16) & 0xffff) + ((second >>> 16) & 0xffff) + BASE - rem
+  if (sum1 >= BASE) sum1 -= BASE
+  if (sum1 >= BASE) sum1 -= BASE
+  if (sum2 >= BASE * 2) sum2 -= BASE * 2
+  if (sum2 >= BASE) sum2 -= BASE
+  return ((sum2 << 16) | sum1) >>> 0
+}
+
+/**
+ * A zlib stream (what /FlateDecode reads) of `chunk` repeated `times` times, built in milliseconds
+ * whatever it unpacks to: the chunk is compressed once and ends on a full flush (byte-aligned, no
+ * reference back), so its compressed bytes repeat as they are; then the final block and the checksum.
+ * `corruptAfter` puts a block no inflater can read after that many chunks, and ends there.
+ */
+export function repeatedFlate (chunk: Buffer, times: number, corruptAfter?: number): Buffer {
+  const block = deflateRawSync(chunk, { level: 9, finishFlush: constants.Z_FULL_FLUSH })
+  const count = corruptAfter ?? times
+  const parts: Buffer[] = [Buffer.from([0x78, 0xda])]
+  for (let i = 0; i < count; i++) parts.push(block)
+  if (corruptAfter !== undefined) {
+    // BFINAL 1, BTYPE 11: a block type that does not exist.
+    parts.push(Buffer.from([0x07, 0xff, 0xff, 0xff]))
+    return Buffer.concat(parts)
+  }
+  const one = adler32(chunk)
+  let sum = one
+  for (let i = 1; i < times; i++) sum = adler32Combine(sum, one, chunk.length)
+  const checksum = Buffer.alloc(4)
+  checksum.writeUInt32BE(sum)
+  // An empty final block with fixed codes (BFINAL 1, BTYPE 01, end-of-block).
+  parts.push(Buffer.from([0x03, 0x00]), checksum)
+  return Buffer.concat(parts)
+}
+
+/** A one-page PDF whose content stream has these dictionary entries (besides /Length) and this data,
+ *  with a correct cross-reference table. `extra` objects follow it (numbered from 5). */
+export function pdfWithStream (entries: string, data: Buffer, extra: readonly string[] = [], trailerExtra = ''): Buffer {
+  return assemblePdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> /Contents 4 0 R >>',
+    `<< /Length ${data.length} ${entries} >>\nstream\n${data.toString('latin1')}\nendstream`,
+    ...extra
+  ], trailerExtra)
+}
+
+/** A PDF whose one content stream is a deflate bomb: `mebibytes` MiB of spaces, compressed (about
+ *  1 KiB of file per MiB unpacked). */
+export function pdfBomb (mebibytes: number): Buffer {
+  return pdfWithStream('/Filter /FlateDecode', repeatedFlate(Buffer.alloc(MiB, 0x20), mebibytes))
+}
+
+/** The deflate bomb with its filter name written with an escape (`/Flat#65Decode` is /FlateDecode). */
+export function escapedFilterBomb (mebibytes = 1024): Buffer {
+  return pdfWithStream('/Filter /Flat#65Decode', repeatedFlate(Buffer.alloc(MiB, 0x20), mebibytes))
+}
+
+/** The deflate bomb with a nested dictionary (/DecodeParms << … >>) between its /Filter and `stream`. */
+export function nestedParmsBomb (mebibytes = 1024): Buffer {
+  return pdfWithStream('/Filter /FlateDecode /DecodeParms << /Predictor 1 /Columns 1 >>', repeatedFlate(Buffer.alloc(MiB, 0x20), mebibytes))
+}
+
+/** Deflate twice over (`[/FlateDecode /FlateDecode]`): about a kilobyte of stream, 512 MiB of zeros. */
+export function doubleFlateBomb (mebibytes = 512): Buffer {
+  return pdfWithStream('/Filter [/FlateDecode /FlateDecode]', deflateSync(repeatedFlate(Buffer.alloc(MiB), mebibytes), { level: 9 }))
+}
+
+/** A deflate bomb that stops inflating (a block no inflater reads) after `mebibytes` MiB. */
+export function brokenFlateBomb (mebibytes = 1024): Buffer {
+  return pdfWithStream('/Filter /FlateDecode', repeatedFlate(Buffer.alloc(MiB, 0x20), mebibytes, mebibytes))
+}
+
+/** RC4, the cipher of the PDF standard security handler's revision 2. */
+function rc4 (key: Buffer, data: Buffer): Buffer {
+  const s = Array.from({ length: 256 }, (_, i) => i)
+  for (let i = 0, j = 0; i < 256; i++) {
+    j = (j + s[i]! + key[i % key.length]!) & 255;
+    [s[i], s[j]] = [s[j]!, s[i]!]
+  }
+  const out = Buffer.alloc(data.length)
+  for (let n = 0, i = 0, j = 0; n < data.length; n++) {
+    i = (i + 1) & 255
+    j = (j + s[i]!) & 255;
+    [s[i], s[j]] = [s[j]!, s[i]!]
+    out[n] = data[n]! ^ s[(s[i]! + s[j]!) & 255]!
+  }
+  return out
+}
+
+/** The password padding of the PDF standard security handler. */
+const PASSWORD_PAD = Buffer.from('28bf4e5e4e758a4164004e56fffa01082e2e00b6d0683e802f0ca9fe6453697a', 'hex')
+
+/**
+ * An encrypted PDF (standard security handler, RC4 40-bit) with an empty user password, so readers
+ * open it without asking, whose content stream is a deflate bomb of `mebibytes` MiB: encrypted, its
+ * bytes say nothing of what they hold until the reader decrypts them.
+ */
+export function encryptedBomb (mebibytes = 1024): Buffer {
+  const md5 = (...parts: Buffer[]): Buffer => createHash('md5').update(Buffer.concat(parts)).digest()
+  const owner = rc4(md5(PASSWORD_PAD).subarray(0, 5), PASSWORD_PAD)
+  const permissions = -44
+  const p = Buffer.alloc(4)
+  p.writeInt32LE(permissions)
+  const id = Buffer.alloc(16, 0x01)
+  const key = md5(PASSWORD_PAD, owner, p, id).subarray(0, 5)
+  const user = rc4(key, PASSWORD_PAD)
+  // Object 4 (the content stream), generation 0.
+  const objectKey = md5(key, Buffer.from([4, 0, 0, 0, 0])).subarray(0, 10)
+  const data = rc4(objectKey, repeatedFlate(Buffer.alloc(MiB, 0x20), mebibytes))
+  return pdfWithStream('/Filter /FlateDecode', data,
+    [`<< /Filter /Standard /V 1 /R 2 /O <${owner.toString('hex')}> /U <${user.toString('hex')}> /P ${permissions} >>`],
+    `/Encrypt 5 0 R /ID [<${id.toString('hex')}> <${id.toString('hex')}>] `)
+}
+
+/** A Word document that passes every zip check (one part, honest sizes, under the unpacked bound)
+ *  and whose document part is `paragraphs` tiny paragraphs: millions of XML elements, each a node
+ *  in the tree a reader builds. */
+export function xmlBombDocx (paragraphs = 1_500_000): Buffer {
+  const [types, rels] = docxEntries([])
+  const body = '<w:p><w:r><w:t>a</w:t></w:r></w:p>'.repeat(paragraphs)
+  const document = `<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`
+  return zip([types!, rels!, { name: 'word/document.xml', data: Buffer.from(document) }])
+}
+
+/** A CV sent to `POST /api/cv/parse` over real HTTP, as a browser's form sends it. */
+export async function postCv (url: string, cookie: string, content: Buffer, filename = 'cv.bin'): Promise<{ status: number, body: any, retryAfter: string | null }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const form = new FormData()
+  form.append('file', new Blob([new Uint8Array(content)]), filename)
+  const response = await fetch(`${url}/api/cv/parse`, { method: 'POST', headers: { cookie: `app_session=${cookie}` }, body: form })
+  return { status: response.status, body: await response.json(), retryAfter: response.headers.get('retry-after') }
+}
+
+/** Parses a tiny text CV until the app's CV parser answers: a parser process starts with the first
+ *  parse (and again after a bomb ended it), which on a crowded machine can take past the 10 s a
+ *  parse may wait (503, Retry-After). */
 export async function warmCvParser (url: string, cookie: string, tries = 6): Promise<void> {
   for (let i = 0; i < tries; i++) {
-    const form = new FormData()
-    form.append('file', new Blob([new TextEncoder().encode('Skills\nGo\n')]), 'warm.txt')
-    const res = await fetch(`${url}/api/cv/parse`, { method: 'POST', headers: { cookie: `app_session=${cookie}` }, body: form })
-    await res.arrayBuffer()
-    if (res.status !== 503) return
+    if ((await postCv(url, cookie, Buffer.from('Skills\nGo\n'), 'warm.txt')).status !== 503) return
   }
 }

@@ -5,6 +5,8 @@
 #               "metadata": [["authorization", "Bearer …"]]}]}
 # makes the calls in order on one channel (serialized bytes in and out, no generated stubs) and prints
 # one JSON array: per call {code, details, initial, trailing, body} (body in base64 when OK).
+# A call with "bodies": [...] instead of "body" is a bidirectional stream: every message is sent, the
+# client closes its side, and the answers come back as "bodies" (base64), in order.
 import base64
 import json
 import sys
@@ -24,8 +26,11 @@ def main():
     results = []
     with channel:
         for call in request["calls"]:
-            method = channel.unary_unary(call["path"])
             metadata = [tuple(pair) for pair in call.get("metadata", [])]
+            if "bodies" in call:
+                results.append(bidi(channel, call, metadata))
+                continue
+            method = channel.unary_unary(call["path"])
             body = base64.b64decode(call.get("body", ""))
             try:
                 reply, rpc = method.with_call(body, metadata=metadata, timeout=call.get("timeout", 20))
@@ -33,6 +38,21 @@ def main():
             except grpc.RpcError as error:
                 results.append(outcome(error, error.code(), error.details(), None))
     json.dump(results, sys.stdout)
+
+
+def bidi(channel, call, metadata):
+    method = channel.stream_stream(call["path"])
+    requests = [base64.b64decode(body) for body in call["bodies"]]
+    responses = method(iter(requests), metadata=metadata, timeout=call.get("timeout", 20))
+    bodies = []
+    try:
+        for reply in responses:
+            bodies.append(base64.b64encode(reply).decode())
+        result = outcome(responses, grpc.StatusCode.OK, responses.details(), None)
+    except grpc.RpcError as error:
+        result = outcome(error, error.code(), error.details(), None)
+    result["bodies"] = bodies
+    return result
 
 
 def outcome(rpc, code, details, reply):

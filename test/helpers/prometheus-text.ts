@@ -26,7 +26,8 @@ export function parsePrometheusText (text: string): Map<string, Family> {
     const labels: Record<string, string> = {}
     for (const [, key = '', raw = ''] of labelText.matchAll(LABEL)) labels[key] = raw.replace(/\\(.)/g, (_, c: string) => c === 'n' ? '\n' : c)
     const number = value === '+Inf' ? Infinity : value === '-Inf' ? -Infinity : Number(value)
-    if (Number.isNaN(number) && value !== 'NaN') throw new Error(`not a number: ${line}`)
+    // Prometheus reads values with Go's ParseFloat, which takes NaN in any case (prom-client writes `Nan`).
+    if (Number.isNaN(number) && value.toLowerCase() !== 'nan') throw new Error(`not a number: ${line}`)
     current.samples.push({ name, labels, value: number })
   }
   return families

@@ -1,5 +1,5 @@
 // All SQL of sign-in, sessions and account-deletion tokens.
-import type { Selectable } from 'kysely'
+import { sql, type Selectable } from 'kysely'
 import type { Db } from '../../db/database.js'
 import type { LoginLinksTable, SessionKind, SessionsTable, UsersTable } from '../../db/schema.js'
 
@@ -56,18 +56,20 @@ export async function deleteExpiredLoginLinks (db: Db, before: Date): Promise<vo
   await db.deleteFrom('login_links').where('expires_at', '<', before).execute()
 }
 
-export async function insertSession (db: Db, session: { id: string, userId: string, kind: SessionKind, now: Date, expiresAt: Date }): Promise<void> {
-  await db.insertInto('sessions').values({
-    id: session.id,
-    user_id: session.userId,
-    kind: session.kind,
-    created_at: session.now,
-    expires_at: session.expiresAt
-  }).execute()
+/** Opens a session, unless its user is being deleted (users.deleting_at): false then. */
+export async function insertSession (db: Db, session: { id: string, userId: string, kind: SessionKind, now: Date, expiresAt: Date }): Promise<boolean> {
+  const inserted = await db.insertInto('sessions')
+    .columns(['id', 'user_id', 'kind', 'created_at', 'expires_at'])
+    .expression((eb) => eb.selectFrom('users')
+      .select([eb.val(session.id).as('id'), 'users.id as user_id', eb.val(session.kind).as('kind'), sql<Date>`${session.now}::timestamptz`.as('created_at'), sql<Date>`${session.expiresAt}::timestamptz`.as('expires_at')])
+      .where('users.id', '=', session.userId)
+      .where('users.deleting_at', 'is', null))
+    .executeTakeFirst()
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0
 }
 
 /** Sessions with their users' rows, by id, in one round trip (the session cache's batched reads). */
-export async function findSessionsWithUsers (db: Db, ids: readonly string[]): Promise<Array<Pick<Selectable<SessionsTable>, 'revoked_at' | 'expires_at'> & Omit<Selectable<UsersTable>, 'search_key' | 'upload_bytes'> & { session_id: string }>> {
+export async function findSessionsWithUsers (db: Db, ids: readonly string[]): Promise<Array<Pick<Selectable<SessionsTable>, 'revoked_at' | 'expires_at'> & Omit<Selectable<UsersTable>, 'search_key' | 'upload_bytes' | 'deleting_at'> & { session_id: string }>> {
   if (ids.length === 0) return []
   return await db.selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')

@@ -7,8 +7,7 @@ import { monotonicMs } from '../../infra/clock.js'
 import { hashToken, newId, newSecretToken } from '../../infra/ids.js'
 import { findOrCreateUserByEmail, findUserById, findUserIdByEmail } from '../users/users.repository.js'
 import { toUser, type User } from '../users/users.types.js'
-import { deleteAccountData } from '../users/account-deletion.js'
-import { removeStoredFiles } from '../uploads/uploads.js'
+import { completeAccountDeletion, markForDeletion } from '../users/account-deletion.js'
 import { inTransaction } from '../transaction.js'
 import { sendOrUndo } from '../mail-or-undo.js'
 import * as repo from './auth.repository.js'
@@ -18,8 +17,13 @@ import {
   ACCESS_TOKEN_TTL_MS, COOKIE_SESSION_TTL_MS, DELETION_TOKEN_TTL_MS, LINK_TTL_MS, POLL_GRACE_MS, REFRESH_TOKEN_TTL_MS,
   PingInput, PollInput, RefreshInput, RequestLoginInput, TokenInput, type LoginPoll, type TokenPair
 } from './auth.types.js'
+import { logThrottled } from '../../infra/throttled-log.js'
 
 const normaliseEmail = (email: string): string => email.trim().toLowerCase()
+
+function accountBeingDeleted (): AppError {
+  return new AppError('invalid_token', 'This account is being deleted; once it is gone, the same address can sign up again.')
+}
 const later = (from: Date, ms: number): Date => new Date(from.getTime() + ms)
 
 export function createAuth (deps: CoreDeps) {
@@ -31,7 +35,7 @@ export function createAuth (deps: CoreDeps) {
       const rows = await repo.findSessionsWithUsers(db, ids)
       return new Map(rows.map((row) => [row.session_id, { userId: row.id, expiresAt: row.expires_at, revokedAt: row.revoked_at, user: toUser(row), suspended: row.suspended_at !== null }]))
     },
-    onRefreshError: (error) => { log.warn({ err: error }, 'session cache: renewing sessions failed; they are read again when they expire') }
+    onRefreshError: (error) => { logThrottled(log, 'warn', 'session cache: renewing sessions failed; they are read again when they expire', { err: error }) }
   })
   sessionSignals.listen({
     // Sent once the revocation committed: refused here from now on without asking the database.
@@ -140,7 +144,7 @@ export function createAuth (deps: CoreDeps) {
       const now = clock.now()
       const sessionId = newId('ses')
       const expiresAt = later(now, COOKIE_SESSION_TTL_MS)
-      await repo.insertSession(db, { id: sessionId, userId: user.id, kind: 'cookie', now, expiresAt })
+      if (!await repo.insertSession(db, { id: sessionId, userId: user.id, kind: 'cookie', now, expiresAt })) throw accountBeingDeleted()
       return {
         user,
         sessionToken: codec.sign({ userId: user.id, sessionId, expiresAt, issuedAt: now }),
@@ -164,7 +168,7 @@ export function createAuth (deps: CoreDeps) {
         const delivered = await repo.markPollDelivered(trx, pollHash, now)
         if (delivered === undefined) return undefined
         const sessionId = newId('ses')
-        await repo.insertSession(trx, { id: sessionId, userId: delivered.user_id, kind: 'rpc', now, expiresAt: later(now, REFRESH_TOKEN_TTL_MS) })
+        if (!await repo.insertSession(trx, { id: sessionId, userId: delivered.user_id, kind: 'rpc', now, expiresAt: later(now, REFRESH_TOKEN_TTL_MS) })) throw accountBeingDeleted()
         return { userId: delivered.user_id, sessionId }
       })
       if (tokens === undefined) throw new AppError('invalid_token', 'This login was already completed; its tokens were handed out.')
@@ -226,21 +230,22 @@ export function createAuth (deps: CoreDeps) {
       return { expiresAt: expiresAt.toISOString() }
     },
 
-    /** Permanently removes the account and everything it owns, in one transaction. */
+    /** Permanently removes the account and everything it owns: first, with the token, a short
+     *  transaction that marks it and revokes its sessions; then the rest in bounded batches
+     *  (users/account-deletion.ts), finished by the service if this request cannot. */
     async confirmDeletion (input: unknown): Promise<{ userId: string }> {
       const { token } = parseInput(TokenInput, input)
       const now = clock.now()
-      const deleted = await inTransaction(deps, async (tx) => {
-        const consumed = await repo.consumeDeletionToken(tx.trx, hashToken(token), now)
-        if (consumed === undefined) return undefined
-        return { userId: consumed.user_id, ...await deleteAccountData(tx, consumed.user_id) }
+      const userId = await inTransaction(deps, async ({ trx }) => {
+        const consumed = await repo.consumeDeletionToken(trx, hashToken(token), now)
+        if (consumed === undefined || !await markForDeletion(trx, consumed.user_id, now)) return undefined
+        return consumed.user_id
       })
-      if (deleted === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
-      const { userId } = deleted
-      // After the commit: a storage failure is logged and never undoes or blocks the deletion.
-      await removeStoredFiles(deps, deleted.storageKeys)
+      if (userId === undefined) throw new AppError('invalid_token', 'This deletion link is not valid, was already used or has expired.')
+      // The account's streams end and its sessions are refused on every instance from now on.
       validSessions.forgetUser(userId)
       await sessionSignals.accountDeleted(userId)
+      await completeAccountDeletion(deps, userId)
       return { userId }
     },
 

@@ -9,6 +9,7 @@ import { AppError, validationError } from '../errors.js'
 import type { CoreDeps } from '../deps.js'
 import { claimKey, findKey, pruneExpiredKeys, releaseKey, storeAnswer, type KeyRef } from './idempotency.repository.js'
 import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_MAX, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_TTL_MS, type Claim, type StoredAnswer } from './idempotency.types.js'
+import { logThrottled } from '../../infra/throttled-log.js'
 
 /** How long a retry waits for the first request's answer before it is told 409. */
 const WAIT_MS = 5_000
@@ -43,7 +44,7 @@ export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>)
   function pruneNow (now: Date): void {
     if (now.getTime() - lastPrune < PRUNE_EVERY_MS) return
     lastPrune = now.getTime()
-    pruneExpiredKeys(db, now, PRUNE_BATCH).catch((error: unknown) => { log.warn({ err: error }, 'idempotency keys: prune failed') })
+    pruneExpiredKeys(db, now, PRUNE_BATCH).catch((error: unknown) => { logThrottled(log, 'warn', 'idempotency keys: prune failed', { err: error }) })
   }
 
   function firstRun (ref: KeyRef): Claim {

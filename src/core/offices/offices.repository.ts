@@ -282,6 +282,11 @@ export async function membershipsOf (db: Db, userId: string): Promise<string[]> 
   return rows.map((r) => r.office_id)
 }
 
+/** Account deletion: the user's memberships, once their co-members were told. */
+export async function deleteMembershipsOf (db: Db, userId: string): Promise<void> {
+  await db.deleteFrom('office_members').where('user_id', '=', userId).execute()
+}
+
 export async function deleteInvitesTo (db: Db, email: string): Promise<void> {
   await db.deleteFrom('office_invites').where('email', '=', email).execute()
 }

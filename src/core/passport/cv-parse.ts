@@ -1,5 +1,5 @@
-// CV parsing as one pure step, from a file's bytes to a preview or a refusal: what the compute
-// worker runs (src/compute/cv.worker.ts), so the result is the same wherever it is computed.
+// CV parsing as one pure step, from a file's bytes to a preview or a refusal: what the parser's
+// child process runs (src/compute/cv.process.ts), so the result is the same wherever it is computed.
 import { CvRefused, extractCvText } from './cv-text.js'
 
 export { loadCvParsers } from './cv-text.js'

@@ -1,15 +1,17 @@
 // The text of a CV file, whose type is judged by its bytes (file-type), never by its name: PDF
 // (unpdf's build of PDF.js 5, which has no eval path left — its `isEvalSupported` switch is gone —
-// loading no fonts, which text does not need, after pdf-guard.ts checked its compressed streams),
-// DOCX (mammoth, once the archive passed docx-guard.ts) or plain UTF-8 text as it is. Anything else, and every file
-// that cannot be read, is a refusal with the reason in words. Runs in a compute worker
-// (src/compute/cv.worker.ts); no network is used.
+// loading no fonts, which text does not need), DOCX (mammoth, once the archive passed
+// docx-guard.ts) or plain UTF-8 text as it is. Anything else, and every file that cannot be read, is
+// a refusal with the reason in words. Runs in a child process whose whole memory the kernel caps
+// (src/compute/cv.process.ts): that limit, not a look at the file beforehand, is what bounds a PDF
+// whose streams unpack to gigabytes. A RangeError from a parser (an allocation the limit refused, a
+// stack the file's nesting overflowed) is never taken for a damaged file: it goes up, and the child
+// reports the file as over its memory. No network is used.
 import { fileTypeFromBuffer } from 'file-type'
 import mammoth from 'mammoth'
 import { extractText, getDocumentProxy, getResolvedPDFJS } from 'unpdf'
 import type { CvRefusal } from './cv.types.js'
 import { BrokenZipError, ZipBombError, checkDocxArchive } from './docx-guard.js'
-import { PdfBombError, checkPdfStreams } from './pdf-guard.js'
 
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'
 const PDF = 'application/pdf'
@@ -21,6 +23,18 @@ export class CvRefused extends Error {
   }
 }
 
+/** What a parser threw because the file needs more than the process may have: an allocation the
+ *  memory limit refused, an array past its length limit, a stack the file's nesting overflowed.
+ *  PDF.js passes errors on by message (its worker protocol), so the message is what tells. */
+const BEYOND_MEMORY = /allocation failed|invalid (typed )?array length|out of memory|maximum call stack size exceeded/i
+
+/** The error to throw for what a parser threw: a RangeError when the file went beyond memory. */
+function beyondMemory (error: unknown): RangeError | undefined {
+  if (error instanceof RangeError) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return BEYOND_MEMORY.test(message) ? new RangeError(message) : undefined
+}
+
 /** PDF.js's own exception names for files it will not read. */
 function pdfRefusal (error: unknown): CvRefused {
   const name = (error as { name?: unknown }).name
@@ -30,12 +44,6 @@ function pdfRefusal (error: unknown): CvRefused {
 }
 
 async function pdfText (bytes: Buffer): Promise<string> {
-  try {
-    checkPdfStreams(bytes)
-  } catch (error) {
-    if (error instanceof PdfBombError) throw new CvRefused('zip-bomb', error.message)
-    throw error
-  }
   let text: string
   try {
     const pdf = await getDocumentProxy(new Uint8Array(bytes), { disableFontFace: true, useSystemFonts: false, verbosity: 0 })
@@ -45,6 +53,8 @@ async function pdfText (bytes: Buffer): Promise<string> {
       await pdf.loadingTask.destroy()
     }
   } catch (error) {
+    const tooBig = beyondMemory(error)
+    if (tooBig !== undefined) throw tooBig
     throw pdfRefusal(error)
   }
   if (text.trim() === '') throw new CvRefused('no-text', 'is a PDF with no text in it (a scan, or pages of images): send a PDF with selectable text, a DOCX or plain text')
@@ -63,6 +73,8 @@ async function docxText (bytes: Buffer): Promise<string> {
   try {
     text = (await mammoth.extractRawText({ buffer: bytes })).value
   } catch (error) {
+    const tooBig = beyondMemory(error)
+    if (tooBig !== undefined) throw tooBig
     throw new CvRefused('corrupt', `is a DOCX that cannot be read: ${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'}`)
   }
   if (text.trim() === '') throw new CvRefused('no-text', 'is a DOCX with no text in it')

@@ -1,5 +1,5 @@
 // What CV parsing finds in a file (DECISIONS §10): the preview `POST /api/cv/parse` answers, and what
-// an import merges into a passport. Computed off the main thread (src/compute/cv.worker.ts).
+// an import merges into a passport. Computed in a child process under a memory limit (src/compute/cv.process.ts).
 
 export const CV_MAX_BYTES = 5 * 1024 * 1024
 /** Text read past this many characters is counted (`textLength`) but not searched for suggestions. */
@@ -25,11 +25,11 @@ export interface CvPreview {
   textLength: number
 }
 
-/** Why a file gave no preview; each becomes a 400 naming the file field. */
+/** Why a file gave no preview; each becomes a 400 `UnreadableFile` naming the file field. */
 export type CvRefusal =
   | 'unsupported-type' | 'encrypted' | 'corrupt' | 'no-text' | 'zip-bomb' | 'too-complex'
 
-/** The worker's answer: a preview, or a refusal with the reason in words. */
+/** The parser's answer: a preview, or a refusal with the reason in words. */
 export type CvParseResult =
   | { ok: true, preview: CvPreview }
   | { ok: false, refusal: CvRefusal, reason: string }

@@ -3,7 +3,9 @@
 // (yauzl, nothing unpacked) and refused when it has too many entries or declares too much in all;
 // then every entry is unpacked once into nothing, stopping at its declared size, so that an entry
 // whose header understates what it holds is refused too. What passes unpacks to at most
-// DOCX_UNPACKED_MAX bytes, whatever the reader.
+// DOCX_UNPACKED_MAX bytes, whatever the reader. A fast first check with a precise reason, not the
+// bound: what an archive that passes it makes of memory (a document part whose XML builds a huge
+// tree) is held by the parser's process limit (src/compute/child-pool.ts).
 import yauzl from 'yauzl'
 
 /** A Word CV is a few dozen parts; images add one each. */

@@ -6,7 +6,7 @@
 // bounds (SKILLS_MAX, EXPERIENCE_MAX) hold. Passports publish no events (SPEC names none).
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
-import { AppError, PayloadTooLargeError, notFound, validationError } from '../errors.js'
+import { AppError, PayloadTooLargeError, notFound, unreadableFile, validationError } from '../errors.js'
 import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
 import type { Db } from '../../db/database.js'
@@ -62,13 +62,15 @@ function experienceLimit (): AppError {
 export function createPassports (deps: CoreDeps) {
   const { db, clock, compute } = deps
 
-  /** The CV's preview, computed on the worker pool; an unreadable file is a 400 naming its field. */
+  /** The CV's preview, parsed in a child process under a memory limit (src/compute); a file that
+   *  cannot be read (its type, encrypted, damaged, a bomb, past the parse's memory or time) is 400
+   *  `UnreadableFile` naming its field. */
   async function preview (file: CvFile): Promise<CvPreview> {
     if (file.filename !== undefined && file.filename.length > FILENAME_MAX) throw validationError('filename', `must be at most ${FILENAME_MAX} characters`)
     if (file.bytes.byteLength > CV_MAX_BYTES) throw new PayloadTooLargeError(file.field, `must be at most ${CV_MAX_BYTES / 1024 / 1024} MiB (it is ${file.bytes.byteLength} bytes)`)
     if (file.bytes.byteLength === 0) throw validationError(file.field, 'is empty')
     const result = await compute.parseCv(file.bytes)
-    if (!result.ok) throw validationError(file.field, result.reason)
+    if (!result.ok) throw unreadableFile(file.field, result.reason)
     return result.preview
   }
 

@@ -79,19 +79,47 @@ export async function listPublicRooms (db: Db, window: PageWindow): Promise<{ ro
   return { rows, total }
 }
 
-/** Account deletion: the user's rooms, with every spark and membership in them; answers each room's
- * other members who could see it (a private room had none), to be told it is gone. */
-export async function deleteRoomsCreatedBy (db: Db, userId: string): Promise<Array<{ roomId: string, memberIds: string[] }>> {
-  const owned = db.selectFrom('rooms').select('id').where('created_by', '=', userId)
+/**
+ * Account deletion, one batch: the user's next rooms (by id) whose sparks add up to at most
+ * `maxSparks` (always at least one room; a room holds at most its tile limit), each deleted whole
+ * with its sparks and memberships, so no room is ever seen half-deleted. Answers each deleted room's
+ * other members who could see it (a private room had none), to be told it is gone; none once the
+ * user has no room left.
+ */
+export async function deleteRoomsCreatedByBatch (db: Db, userId: string, maxRooms: number, maxSparks: number): Promise<Array<{ roomId: string, memberIds: string[] }>> {
+  const candidates = await db.selectFrom('rooms')
+    .select(['rooms.id', sql<number>`(select count(*)::int from sparks where sparks.room_id = rooms.id)`.as('sparks')])
+    .where('created_by', '=', userId)
+    .orderBy('id')
+    .limit(maxRooms)
+    .execute()
+  const ids: string[] = []
+  let sparks = 0
+  for (const room of candidates) {
+    if (ids.length > 0 && sparks + room.sparks > maxSparks) break
+    ids.push(room.id)
+    sparks += room.sparks
+  }
+  if (ids.length === 0) return []
   const members = await db.selectFrom('room_members')
     .innerJoin('rooms', 'rooms.id', 'room_members.room_id')
     .select(['room_members.room_id', 'room_members.user_id'])
-    .where('rooms.created_by', '=', userId)
+    .where('room_members.room_id', 'in', ids)
     .where('rooms.is_public', '=', true)
     .where('room_members.user_id', '<>', userId)
     .execute()
-  await db.deleteFrom('sparks').where('room_id', 'in', owned).execute()
-  await db.deleteFrom('room_members').where('room_id', 'in', owned).execute()
-  const rooms = await db.deleteFrom('rooms').where('created_by', '=', userId).returning('id').execute()
-  return rooms.map(({ id }) => ({ roomId: id, memberIds: members.filter((m) => m.room_id === id).map((m) => m.user_id) }))
+  await db.deleteFrom('sparks').where('room_id', 'in', ids).execute()
+  await db.deleteFrom('room_members').where('room_id', 'in', ids).execute()
+  const rooms = await db.deleteFrom('rooms').where('id', 'in', ids).where('created_by', '=', userId).returning('id').execute()
+  const membersOf = new Map<string, string[]>()
+  for (const { room_id: roomId, user_id: memberId } of members) membersOf.set(roomId, [...membersOf.get(roomId) ?? [], memberId])
+  return rooms.map(({ id }) => ({ roomId: id, memberIds: membersOf.get(id) ?? [] }))
+}
+
+/** Account deletion, one batch: up to `limit` of the user's memberships in rooms of others (their
+ *  own rooms went whole); how many went. */
+export async function deleteMembershipsBatch (db: Db, userId: string, limit: number): Promise<number> {
+  const next = db.selectFrom('room_members').select('room_id').where('user_id', '=', userId).limit(limit)
+  const deleted = await db.deleteFrom('room_members').where('user_id', '=', userId).where('room_id', 'in', next).executeTakeFirst()
+  return Number(deleted.numDeletedRows)
 }

@@ -9,7 +9,6 @@ import { loadVisibleRoom, requireRoomCreator } from '../rooms/room-access.js'
 import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
-import { classifyText } from './classify.js'
 import { activeMotd } from './motd.repository.js'
 import * as repo from './reports.repository.js'
 import {
@@ -31,7 +30,7 @@ function settingsOf (widget: Widget, settings: Record<string, unknown>): Record<
 }
 
 export function createSafety (deps: CoreDeps) {
-  const { db, clock } = deps
+  const { db, clock, compute } = deps
 
   return {
     reports: {
@@ -40,7 +39,9 @@ export function createSafety (deps: CoreDeps) {
       async create (actor: Actor, input: unknown): Promise<Report> {
         const { targetType, targetId, reason, details } = parseInput(CreateReportInput, input)
         const target = await visibleTarget(db, actor, targetType, targetId)
-        const { labels } = classifyText(`${target.text}\n${details ?? ''}`)
+        // On the compute pool: the classifier takes tens of milliseconds on a long text, which the
+        // event loop (every other request) must not wait for.
+        const { labels } = await compute.classify(`${target.text}\n${details ?? ''}`)
         try {
           return toReport(await repo.insertReport(db, { id: newId('report'), reporterId: actor.userId, targetType, targetId, reason, details: details ?? null, labels, now: clock.now() }))
         } catch (error) {
@@ -90,9 +91,9 @@ export function createSafety (deps: CoreDeps) {
       return (await activeMotd(db, clock.now())).map(toMotd)
     },
 
-    classify (input: unknown): Classification {
+    async classify (input: unknown): Promise<Classification> {
       const { text } = parseInput(ClassifyInput, input)
-      return classifyText(text)
+      return await compute.classify(text)
     },
 
     widgets: {

@@ -81,6 +81,14 @@ export async function deleteShelfRow (db: Db, id: string): Promise<void> {
   await db.deleteFrom('shelves').where('id', '=', id).execute()
 }
 
+/** Account deletion, one batch: up to `limit` of the user's shelves, each with its links (at most
+ *  500 each); how many went. */
+export async function deleteShelvesOwnedByBatch (db: Db, ownerId: string, limit: number): Promise<number> {
+  const next = db.selectFrom('shelves').select('id').where('owner_id', '=', ownerId).limit(limit)
+  const deleted = await db.deleteFrom('shelves').where('id', 'in', next).executeTakeFirst()
+  return Number(deleted.numDeletedRows)
+}
+
 /** A shelf's links in order. */
 export async function linksOf (db: Db, shelfId: string): Promise<LinkRow[]> {
   return await db.selectFrom('shelf_links').selectAll().where('shelf_id', '=', shelfId).orderBy('position').execute()

@@ -88,8 +88,10 @@ export async function deleteSparksInRoom (db: Db, roomId: string): Promise<void>
   await db.deleteFrom('sparks').where('room_id', '=', roomId).execute()
 }
 
-/** Account deletion: the user's sparks in rooms of others (their own rooms go whole). */
-export async function deleteSparksCreatedBy (db: Db, userId: string): Promise<Array<{ id: string, roomId: string, version: number }>> {
-  const rows = await db.deleteFrom('sparks').where('created_by', '=', userId).returning(['id', 'room_id', 'version']).execute()
+/** Account deletion, one batch: up to `limit` of the user's sparks in rooms of others (their own
+ *  rooms go whole); what went, for the events. */
+export async function deleteSparksCreatedByBatch (db: Db, userId: string, limit: number): Promise<Array<{ id: string, roomId: string, version: number }>> {
+  const next = db.selectFrom('sparks').select('id').where('created_by', '=', userId).limit(limit)
+  const rows = await db.deleteFrom('sparks').where('id', 'in', next).returning(['id', 'room_id', 'version']).execute()
   return rows.map((row) => ({ id: row.id, roomId: row.room_id, version: row.version }))
 }

@@ -75,7 +75,7 @@ export function createSparks (deps: CoreDeps) {
         const { spark: current, room } = await lockVisibleSpark(trx, actor, sparkId)
         requireSparkEditor(current, room, actor, 'edit')
         if (expectedVersion !== undefined && current.version !== expectedVersion) {
-          throw new AppError('aborted', `The spark was changed meanwhile: it is at version ${current.version}, not ${expectedVersion}. Reload it and try again.`)
+          throw new AppError('stale_version', `The spark was changed meanwhile: it is at version ${current.version}, not ${expectedVersion}. Reload it and try again.`)
         }
         const spark = toSpark(await repo.updateSparkText(trx, sparkId, { title, content }, now))
         await joinRoom(trx, current.room_id, actor.userId, now)

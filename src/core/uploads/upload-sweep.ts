@@ -10,6 +10,7 @@
 // sweeps per period, and any bytes a sweep finds are at most a period plus the grace old.
 import { sql } from 'kysely'
 import type { CoreDeps } from '../deps.js'
+import { startPeriodicJob, type PeriodicJob } from '../periodic-job.js'
 import { keysInUse } from './uploads.repository.js'
 import { removeStoredFiles } from './uploads.js'
 
@@ -70,25 +71,7 @@ export async function sweepUnreferencedBytes (deps: SweepDeps, options: { force?
 
 /** Checks hourly on this instance whether the sweep is due; `stop` ends it and waits for a sweep
  *  under way to finish its batch (on close, before the database closes). */
-export function startUploadSweeps (deps: SweepDeps): { stop: () => Promise<void> } {
-  let stopped = false
-  let running: Promise<unknown> | undefined
-  const run = (): void => {
-    if (running !== undefined || stopped) return
-    running = sweepUnreferencedBytes(deps, { stopped: () => stopped })
-      .catch((error: unknown) => { deps.log.warn({ err: error }, 'storage: sweeping unreferenced bytes failed') })
-      .finally(() => { running = undefined })
-  }
-  const first = setTimeout(run, FIRST_CHECK_MS)
-  const every = setInterval(run, CHECK_EVERY_MS)
-  first.unref()
-  every.unref()
-  return {
-    stop: async () => {
-      stopped = true
-      clearTimeout(first)
-      clearInterval(every)
-      await running
-    }
-  }
+export function startUploadSweeps (deps: SweepDeps): PeriodicJob {
+  return startPeriodicJob({ firstMs: FIRST_CHECK_MS, everyMs: CHECK_EVERY_MS, log: deps.log, failure: 'storage: sweeping unreferenced bytes failed' },
+    async (stopped) => await sweepUnreferencedBytes(deps, { stopped }))
 }

@@ -36,9 +36,11 @@ export async function deleteOwnUpload (db: Db, id: string, ownerId: string, kind
   return await query.returning(['storage_key', 'size', 'kind']).executeTakeFirst()
 }
 
-/** Deletes every upload of a user (account deletion); their storage keys, for removal after the commit. */
-export async function deleteUploadsOwnedBy (db: Db, ownerId: string): Promise<string[]> {
-  const rows = await db.deleteFrom('uploads').where('owner_id', '=', ownerId).returning('storage_key').execute()
+/** Account deletion, one batch: up to `limit` of the user's uploads; their storage keys, for removal
+ *  after the commit. */
+export async function deleteUploadsOwnedByBatch (db: Db, ownerId: string, limit: number): Promise<string[]> {
+  const next = db.selectFrom('uploads').select('id').where('owner_id', '=', ownerId).limit(limit)
+  const rows = await db.deleteFrom('uploads').where('id', 'in', next).returning('storage_key').execute()
   return rows.map((row) => row.storage_key)
 }
 

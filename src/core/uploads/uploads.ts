@@ -23,6 +23,7 @@ import { sanitiseFilename } from './filename.js'
 import * as repo from './uploads.repository.js'
 import { mebibytes, UploadGate } from './sniff.js'
 import { AVATAR_TYPES, FileIdParams, servedInline, toUploadedFile, UPLOAD_KINDS, UPLOAD_LIMITS, uploadUrl, type UploadedFile, type UploadKind } from './uploads.types.js'
+import { logThrottled } from '../../infra/throttled-log.js'
 
 /** A file as a transport receives it. */
 export interface IncomingFile {
@@ -80,7 +81,7 @@ export interface UploadsOptions {
 export async function removeStoredFiles (deps: Pick<CoreDeps, 'storage' | 'log'>, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return
   const { failed } = await deps.storage.remove(keys).catch((error: unknown) => {
-    deps.log.error({ err: error }, 'storage: removing files failed')
+    logThrottled(deps.log, 'error', 'storage: removing files failed', { err: error })
     return { failed: [...keys] }
   })
   if (failed.length > 0) deps.log.error({ keys: failed }, 'storage: files left behind (no row refers to them); the upload sweep removes them later')
@@ -166,7 +167,7 @@ export function createUploads (deps: CoreDeps, options: UploadsOptions) {
       gate.destroy()
       if (gate.refusal !== undefined) throw gate.refusal
       if (sourceError !== undefined) throw validationError('file', `did not arrive whole: ${sourceError.message}`)
-      log.error({ err: error, kind }, 'storage: storing an upload failed')
+      logThrottled(log, 'error', 'storage: storing an upload failed', { err: error, kind })
       throw storageUnavailable(error)
     } finally {
       receiving--
@@ -199,7 +200,7 @@ export function createUploads (deps: CoreDeps, options: UploadsOptions) {
           try {
             stream = await storage.get(row.storage_key)
           } catch (error) {
-            log.error({ err: error, fileId }, 'storage: reading an upload failed')
+            logThrottled(log, 'error', 'storage: reading an upload failed', { err: error, fileId })
             throw storageUnavailable()
           }
           // Deleted since its row was read.

@@ -60,7 +60,7 @@ export const GetDisplayInfoInput = Type.Object({
   userIds: Type.Array(UserId, { maxItems: DISPLAY_INFO_MAX_IDS, errorMessage: `must be a list of at most ${DISPLAY_INFO_MAX_IDS} user ids` })
 }, { additionalProperties: false })
 
-export function toUser (row: Omit<Selectable<UsersTable>, 'search_key' | 'upload_bytes'>): User {
+export function toUser (row: Pick<Selectable<UsersTable>, 'id' | 'email' | 'display_name' | 'avatar_url' | 'created_at'>): User {
   return {
     id: row.id,
     email: row.email,
