@@ -84,32 +84,41 @@ async function sentinelTests (set: OwnSentinelSet): Promise<void> {
         await sleep(5)
       }
     })()
+    try {
+      await failover(t)
+    } finally {
+      load.on = false
+      await running
+    }
+
+    t.ok(statuses.length > 50, `a steady stream: ${statuses.length} requests`)
+    t.same(statuses.filter((status) => status >= 500), [], 'no request answered 5xx')
+    t.ok(statuses.every((status) => status === 200 || status === 429), 'every answer a count: 200 or 429')
+    t.ok(streamStatuses.length > 5 && streamStatuses.every((status) => status === 200), `${streamStatuses.length} streams opened meanwhile, all 200`)
+  })
+
+  async function failover (t: Test): Promise<void> {
     await sleep(500)
     const before = await set.masterPort()
     const killed = await set.killMaster()
     t.equal(killed, before)
     const alone = await eventually('each instance counting alone', async () => !(await countedTogether()), 10_000)
     t.comment(`counting alone ${alone} ms after the kill`)
-    const resumed = await eventually('both instances counting together again', countedTogether, 30_000)
+    const resumed = await eventually('both instances counting together again', countedTogether, 30_000).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}; the Sentinels name ${await set.masterPort()} as master (${killed} was killed)`)
+    })
     t.comment(`counting together again ${resumed} ms after the fallback was seen`)
     const promoted = await set.masterPort()
     t.not(promoted, killed, 'the Sentinels promoted the replica')
     t.equal(promoted, set.dataPorts.find((port) => port !== killed))
     await sleep(300)
-    load.on = false
-    await running
-
-    t.ok(statuses.length > 50, `a steady stream: ${statuses.length} requests`)
-    t.same(statuses.filter((status) => status >= 500), [], 'no request answered 5xx')
-    t.ok(statuses.every((status) => status === 200 || status === 429), 'every answer a count: 200 or 429')
-    t.ok(streamStatuses.length > 5 && streamStatuses.every((status) => status === 200), `${streamStatuses.length} streams opened meanwhile, all 200`)
 
     const newMaster = new Redis({ port: promoted, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 })
     newMaster.on('error', () => {})
     t.teardown(() => { newMaster.disconnect() })
     await newMaster.connect()
     t.ok((await newMaster.keys(`${prefix}*`)).length > 0, 'the counters live on the new master')
-  })
+  }
 
   t.test('after the failover, stream caps are counted over both instances again', async (t) => {
     await capsShared(t, await signInPerson(b, 'sentinel-caps-after'))

@@ -10,6 +10,7 @@ import pg from 'pg'
 import { freePort } from './own-redis.js'
 
 export const PGBOUNCER = '/usr/sbin/pgbouncer'
+const SETPRIV = '/usr/bin/setpriv'
 
 export interface OwnPgBouncer {
   readonly port: number
@@ -86,7 +87,12 @@ export async function startOwnPgBouncer (target: string, options: { poolSize?: n
     const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim())
     for (const file of [dir, ini, join(dir, 'users.txt')]) chownSync(file, uid, gid)
   }
-  const child = spawn(PGBOUNCER, asRoot ? ['-u', 'postgres', ini] : [ini], { stdio: ['ignore', 'pipe', 'pipe'] })
+  // util-linux's setpriv runs it as `postgres` and has the kernel kill it should this process die in
+  // any way (a test timed out and killed), which no exit handler sees.
+  const setpriv = existsSync(SETPRIV)
+  const child = setpriv
+    ? spawn(SETPRIV, [...(asRoot ? ['--reuid', 'postgres', '--regid', 'postgres', '--init-groups'] : []), '--pdeathsig', 'KILL', PGBOUNCER, ini], { stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(PGBOUNCER, asRoot ? ['-u', 'postgres', ini] : [ini], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout?.on('data', (chunk: Buffer) => { output = (output + chunk.toString()).slice(-4_000) })
   child.stderr?.on('data', (chunk: Buffer) => { output = (output + chunk.toString()).slice(-4_000) })

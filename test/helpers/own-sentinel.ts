@@ -76,16 +76,45 @@ export async function startOwnSentinelSet (): Promise<OwnSentinelSet> {
     throw error
   }
 
-  async function masterNow (): Promise<number> {
-    const sentinel = new Redis({ port: sentinelPorts[0], host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+  async function askSentinel<T> (port: number, ...args: string[]): Promise<T> {
+    const sentinel = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
     sentinel.on('error', () => {})
     try {
       await sentinel.connect()
-      const reply = await sentinel.call('sentinel', 'get-master-addr-by-name', SENTINEL_MASTER_NAME) as [string, string]
-      return Number(reply[1])
+      return await sentinel.call('sentinel', ...args) as T
     } finally {
       sentinel.disconnect()
     }
+  }
+
+  async function masterNow (): Promise<number> {
+    const reply = await askSentinel<[string, string]>(sentinelPorts[0]!, 'get-master-addr-by-name', SENTINEL_MASTER_NAME)
+    return Number(reply[1])
+  }
+
+  /**
+   * A failover needs every Sentinel to know the replica (from the master's INFO) and the other two
+   * (from their hello messages, every 2 s): until then a dead master is never replaced.
+   */
+  async function assembled (): Promise<boolean> {
+    for (const port of sentinelPorts) {
+      const fields = await askSentinel<string[]>(port, 'master', SENTINEL_MASTER_NAME)
+      const field = (name: string): number => Number(fields[fields.indexOf(name) + 1])
+      if (field('num-slaves') < 1 || field('num-other-sentinels') < 2) return false
+    }
+    return true
+  }
+  try {
+    const deadline = Date.now() + 60_000
+    while (!await assembled()) {
+      if (Date.now() > deadline) throw new Error('the Sentinels did not find the replica and each other within 60 s')
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  } catch (error) {
+    killOnExit()
+    process.off('exit', killOnExit)
+    rmSync(dir, { recursive: true, force: true })
+    throw error
   }
 
   const list = sentinelPorts.map((port) => `127.0.0.1:${port}`).join(',')
