@@ -37,7 +37,10 @@ export async function launchRedisProcess (program: string, args: string[], ready
   const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   await new Promise<void>((resolve, reject) => {
     let out = ''
-    const timer = setTimeout(() => { reject(new Error(`${program} ${args.join(' ')} did not start: ${out}`)) }, 10_000)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL') // never left running behind a failed start
+      reject(new Error(`${program} ${args.join(' ')} did not start: ${out}`))
+    }, 10_000)
     child.stdout?.on('data', (chunk: Buffer) => {
       out = (out + chunk.toString()).slice(-8_000)
       if (out.includes(ready)) { clearTimeout(timer); resolve() }
