@@ -16,6 +16,9 @@ import * as trustAndSafety from './2026-11-28T02-00-00_trust_and_safety.js'
 import * as adminAuditLog from './2026-11-28T05-00-00_admin_audit_log.js'
 import * as idempotencyKeys from './2026-11-28T06-00-00_idempotency_keys.js'
 import * as accountDeletionMarker from './2026-11-28T07-00-00_account_deletion_marker.js'
+import * as idempotencyOutcomes from './2026-11-28T08-00-00_idempotency_outcomes.js'
+import * as messageLinks from './2026-11-28T09-00-00_message_links.js'
+import * as retentionIndexes from './2026-11-28T09-10-00_retention_indexes.js'
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00_users_and_sessions': usersAndSessions,
@@ -33,5 +36,8 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28T02-00-00_trust_and_safety': trustAndSafety,
   '2026-11-28T05-00-00_admin_audit_log': adminAuditLog,
   '2026-11-28T06-00-00_idempotency_keys': idempotencyKeys,
-  '2026-11-28T07-00-00_account_deletion_marker': accountDeletionMarker
+  '2026-11-28T07-00-00_account_deletion_marker': accountDeletionMarker,
+  '2026-11-28T08-00-00_idempotency_outcomes': idempotencyOutcomes,
+  '2026-11-28T09-00-00_message_links': messageLinks,
+  '2026-11-28T09-10-00_retention_indexes': retentionIndexes
 }

@@ -22,6 +22,7 @@ import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { startUploadSweeps } from './core/uploads/upload-sweep.js'
 import { startDeletionResumes } from './core/users/deletion-resume.js'
+import { startRetention } from './core/retention/retention.js'
 import { healthRoute, watchForFailures } from './http/health.routes.js'
 import { createHealthMonitor, type HealthMonitor } from './http/health-monitor.js'
 import { frameworkErrorAnswer, MAX_PATH_PARAM_LENGTH } from './http/framework-errors.js'
@@ -194,9 +195,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const sweeps = startUploadSweeps(deps)
   // Account deletions a restart or an outage stopped part-way are finished (core/users/deletion-resume.ts).
   const deletions = startDeletionResumes(deps)
+  // Expired rows of every growing table are pruned in short batches, one instance at a time (core/retention/).
+  const retention = startRetention(deps)
   app.addHook('onClose', async () => {
     await sweeps.stop()
     await deletions.stop()
+    await retention.stop()
     await live.close()
     mailer.close()
     await storage.close()

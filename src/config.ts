@@ -21,6 +21,9 @@ export interface Config {
   readonly expose: Expose
   readonly dataDir: string
   readonly databaseUrl: string | undefined
+  /** The tables' owner, for `npm run migrate` only (the service never connects with it): set, the
+   *  service's DATABASE_URL may name a role without ownership (src/db/service-role.ts). */
+  readonly databaseOwnerUrl: string | undefined
   /** The same database without a transaction pooler in between (DATABASE_DIRECT_URL, default
    *  DATABASE_URL): what needs a session of its own (LISTEN, migrations) connects here. */
   readonly databaseDirectUrl: string | undefined
@@ -325,6 +328,15 @@ function redis (env: Env): RedisTarget | undefined {
   }
 }
 
+/** Only beside DATABASE_URL: the embedded database has one role. */
+function databaseOwnerUrl (env: Env): string | undefined {
+  const owner = url(env, 'DATABASE_OWNER_URL', ['postgres:', 'postgresql:'])
+  if (owner !== undefined && text(env, 'DATABASE_URL') === undefined) {
+    throw new ConfigError('DATABASE_OWNER_URL', 'needs DATABASE_URL (the service\'s own role); the embedded database has one role')
+  }
+  return owner
+}
+
 export function loadConfig (env: Env = process.env): Config {
   const nodeEnv = oneOf<NodeEnv>(env, 'NODE_ENV', ['development', 'production', 'test'], 'development')
   const port = integer(env, 'PORT', 8080, 0, 65535)
@@ -344,6 +356,7 @@ export function loadConfig (env: Env = process.env): Config {
     expose: oneOf<Expose>(env, 'EXPOSE', ['all', 'public', 'internal'], 'all'),
     dataDir,
     databaseUrl,
+    databaseOwnerUrl: databaseOwnerUrl(env),
     databaseDirectUrl: url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']) ?? databaseUrl,
     redisUrl: redisTarget === undefined ? undefined : text(env, 'REDIS_URL'),
     redis: redisTarget,

@@ -103,6 +103,32 @@ t.test('every forgery is 401, logged and not written to the audit table', async 
   t.equal(withinTolerance.statusCode, 200, 'expired 10 s ago: within the clock tolerance')
 })
 
+t.test('an ID token is not an access token: a typ other than at+jwt or JWT, or a nonce, is 401', async (t) => {
+  const ip = uniqueClientIp()
+  const logged = logs.lines.length
+  const refused: Array<[string, string]> = [
+    ['typ id+jwt', await provider.sign({ roles: ['super_admin'] }, { typ: 'id+jwt' })],
+    ['typ application/id+jwt', await provider.sign({ roles: ['super_admin'] }, { typ: 'application/id+jwt' })],
+    ['typ logout+jwt', await provider.sign({ roles: ['super_admin'] }, { typ: 'logout+jwt' })],
+    ['typ JOSE', await provider.sign({ roles: ['super_admin'] }, { typ: 'JOSE' })],
+    ['typ empty', await provider.sign({ roles: ['super_admin'] }, { typ: '' })],
+    ['a nonce (what ID tokens carry)', await provider.sign({ roles: ['super_admin'], nonce: 'n-0S6_WzA2Mj' })],
+    ['typ at+jwt with a nonce', await provider.sign({ roles: ['super_admin'], nonce: 'n' }, { typ: 'at+jwt' })]
+  ]
+  for (const [label, token] of refused) {
+    const res = await admin(token, '/api/admin/users', { ip })
+    t.equal(res.statusCode, 401, `${label}: 401`)
+    t.equal(res.json().error, 'Unauthorized', `${label}: the REST envelope`)
+  }
+  t.equal(await auditRowsFrom(ip), 0, 'no audit row: the token failed verification')
+  t.equal(logs.matching((line) => line.msg === 'admin token refused: not an access token', logged).length, refused.length, 'each is logged')
+
+  const accepted: Array<[string, string | null]> = [['at+jwt', 'at+jwt'], ['application/at+jwt', 'application/at+jwt'], ['AT+JWT', 'AT+JWT'], ['JWT', 'JWT'], ['no typ', null]]
+  for (const [label, typ] of accepted) {
+    t.equal((await admin(await provider.sign({}, { typ }))).statusCode, 200, `typ ${label}: an access token`)
+  }
+})
+
 t.test('a verified token without the role is 403 and audited as denied; a session cookie adds nothing', async (t) => {
   const person = await signInPerson(s, 'cookie-admin', uniqueEmail('admin'))
   const sub = `nobody-${Date.now()}`

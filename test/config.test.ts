@@ -76,6 +76,8 @@ t.test('a bad value names the variable', async (t) => {
     [{ SHUTDOWN_DELAY_MS: '-5' }, 'SHUTDOWN_DELAY_MS'],
     [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE'],
     [{ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '5s' }, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS'],
+    [{ DATABASE_OWNER_URL: 'postgres://canvas_owner@127.0.0.1/canvas' }, 'DATABASE_OWNER_URL'],
+    [{ DATABASE_OWNER_URL: 'mysql://owner@127.0.0.1/canvas' }, 'DATABASE_OWNER_URL'],
     [{ HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' }, 'HTTP_HEADERS_TIMEOUT_MS'],
     [{ TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: '/nonexistent/key.pem' }, 'TLS_CERT_FILE'],
     [{ TLS_KEY_FILE: '/etc/hostname' }, 'TLS_KEY_FILE'],

@@ -6,6 +6,7 @@
 import type { Db } from '../db/database.js'
 import type { CoreDeps } from './deps.js'
 import { insertEvents, type NewEvent } from './event-log.repository.js'
+import { outcomeKeeper } from './idempotency/keyed-call.js'
 import type { Publish } from './events.js'
 
 export interface Transaction {
@@ -25,6 +26,9 @@ export interface Transaction {
 
 export async function inTransaction<T> (deps: Pick<CoreDeps, 'db' | 'events'>, work: (tx: Transaction) => Promise<T>): Promise<T> {
   const followUps: Array<() => Promise<void>> = []
+  // A create run with an Idempotency-Key keeps its outcome as this transaction's last statement
+  // (src/core/idempotency/keyed-call.ts): one statement more, no commit more.
+  const keepOutcome = outcomeKeeper()
   const { value, published } = await deps.db.transaction().execute(async (trx) => {
     followUps.length = 0
     let events: NewEvent[] = []
@@ -41,6 +45,7 @@ export async function inTransaction<T> (deps: Pick<CoreDeps, 'db' | 'events'>, w
     const afterCommit = (followUp: () => Promise<void>): void => { followUps.push(followUp) }
     const value = await work({ trx, publish, writeEvents, wroteEvent: () => { published = true }, afterCommit })
     await writeEvents()
+    if (keepOutcome !== undefined) await keepOutcome(trx, value)
     return { value, published }
   })
   if (published) deps.events.committed()

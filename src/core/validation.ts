@@ -4,12 +4,16 @@
 import type { Static, TSchema } from 'typebox'
 import { Compile, type Validator } from 'typebox/compile'
 import { AppError, type FieldViolation } from './errors.js'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js'
 
 /** Custom message for a property: put `errorMessage` on its schema. */
 interface WithMessage { errorMessage?: string, properties?: Record<string, TSchema>, items?: TSchema }
 
-/** What the size check reads of a schema. */
-interface SizedSchema extends WithMessage { maxLength?: number, maxItems?: number }
+/**
+ * What the size check reads of a schema. `maxDepth` is ours, on the schemas of free-form JSON fields
+ * (DECISIONS §17): JSON Schema has no depth keyword, and validators ignore unknown ones.
+ */
+interface SizedSchema extends WithMessage { maxLength?: number, maxItems?: number, maxDepth?: number }
 
 interface TypeBoxError {
   keyword: string
@@ -86,27 +90,47 @@ export function violationsOf (schema: TSchema, errors: readonly TypeBoxError[]):
   return violations
 }
 
-/** Postgres text cannot hold U+0000: refused up front, in every string of every input. */
-function nulViolations (value: unknown, path: string[] = [], found: FieldViolation[] = []): FieldViolation[] {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) found.push({ field: path.length === 0 ? '(body)' : fieldName(path), description: 'must not contain NUL characters' })
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => { nulViolations(item, [...path, String(i)], found) })
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) nulViolations(item, [...path, key], found)
+/** Past this depth an input is refused whatever its schema allows: a free-form field is refused at
+ *  its own `maxDepth` first, so only a schema that lets unknown properties through gets here. */
+const INPUT_MAX_DEPTH = 2 * MAX_JSON_DEPTH
+
+/**
+ * Postgres text cannot hold U+0000: refused up front, in every string of every input. Walked with an
+ * explicit stack (children pushed in reverse, so violations come in document order), never by
+ * recursion, and the depth is bounded here too, so nothing after validation (fingerprints, JSON
+ * text for the database) walks a value deeper than INPUT_MAX_DEPTH.
+ */
+function contentViolations (value: unknown): FieldViolation[] {
+  const found: FieldViolation[] = []
+  const field = (path: string[]): string => path.length === 0 ? '(body)' : fieldName(path)
+  const pending: Array<{ value: unknown, path: string[] }> = [{ value, path: [] }]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value: item, path } = next
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) found.push({ field: field(path), description: 'must not contain NUL characters' })
+    } else if (item !== null && typeof item === 'object') {
+      if (path.length >= INPUT_MAX_DEPTH) {
+        found.push({ field: field(path), description: `must nest at most ${INPUT_MAX_DEPTH} levels of objects and arrays` })
+        continue
+      }
+      const entries = Array.isArray(item) ? item.map((child, i) => [String(i), child] as const) : Object.entries(item)
+      for (let i = entries.length - 1; i >= 0; i--) pending.push({ value: entries[i]![1], path: [...path, entries[i]![0]] })
+    }
   }
   return found
 }
 
 /**
- * Strings longer than their schema's `maxLength` and arrays longer than its `maxItems`, found with one
- * comparison per value before the validator runs. TypeBox evaluates every keyword of a refused
+ * Strings longer than their schema's `maxLength`, arrays longer than its `maxItems` and free-form
+ * values deeper than its `maxDepth`, found before the validator (or any recursive walk) runs. TypeBox evaluates every keyword of a refused
  * value when it lists the errors, patterns included, so without this a megabyte-long string would be
  * pattern-matched in full before being refused for its length.
  */
 function sizeViolations (schema: SizedSchema, value: unknown, path: string[], found: FieldViolation[]): FieldViolation[] {
   const field = (): string => path.length === 0 ? '(body)' : fieldName(path)
-  if (typeof value === 'string') {
+  if (schema.maxDepth !== undefined && nestsDeeperThan(value, schema.maxDepth)) {
+    found.push({ field: field(), description: `must nest at most ${schema.maxDepth} levels of objects and arrays` })
+  } else if (typeof value === 'string') {
     if (schema.maxLength !== undefined && value.length > schema.maxLength) {
       found.push({ field: field(), description: schema.errorMessage ?? `must be at most ${schema.maxLength} characters` })
     }
@@ -128,7 +152,7 @@ export function checkInput<T extends TSchema> (schema: T, value: unknown): Field
   const oversized = sizeViolations(schema as SizedSchema, value, [], [])
   if (oversized.length > 0) return oversized
   const validator = validatorFor(schema)
-  if (validator.Check(value)) return nulViolations(value)
+  if (validator.Check(value)) return contentViolations(value)
   const violations = violationsOf(schema, validator.Errors(value) as unknown as TypeBoxError[])
   // TypeBox reports a bounded number of errors; a refused value always names at least one field.
   return violations.length > 0 ? violations : [{ field: '(body)', description: 'is invalid' }]
@@ -140,14 +164,19 @@ export function invalidInput (violations: readonly FieldViolation[]): AppError {
   return new AppError('validation', `Invalid input: ${summary}`, violations)
 }
 
+/** Past this depth a value is passed on as it is (validation refuses it next). */
+const UNDEFINED_STRIP_DEPTH = INPUT_MAX_DEPTH
+
 /**
  * RPC messages carry unset optional fields as `undefined`; like a key missing from JSON, that means
- * absent, so a missing required field reads "is required" on both transports.
+ * absent, so a missing required field reads "is required" on both transports. Messages nest a few
+ * levels; the depth bound keeps a deep client value from recursing here before validation sees it.
  */
-function withoutUndefined (value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutUndefined)
+function withoutUndefined (value: unknown, depth = 0): unknown {
+  if (depth > UNDEFINED_STRIP_DEPTH) return value
+  if (Array.isArray(value)) return value.map((item) => withoutUndefined(item, depth + 1))
   if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, withoutUndefined(v)]))
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, withoutUndefined(v, depth + 1)]))
 }
 
 /** Validates `value` against `schema` and returns it typed, or throws a validation AppError. */

@@ -9,7 +9,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { Kysely, sql, type KyselyConfig } from 'kysely'
 import type pg from 'pg'
 import { PGliteDialect } from './pglite-dialect.js'
-import { migrateToLatest } from './migrate.js'
+import { migrateOrVerify, migrateToLatest } from './migrate.js'
 import { OutageAwarePostgresDialect } from './outage-dialect.js'
 import { createPostgresPool } from './postgres-pool.js'
 import type { Database } from './schema.js'
@@ -56,7 +56,7 @@ function queryLog (options: DatabaseOptions): Pick<KyselyConfig, 'log'> {
 async function migrateDirectly (url: string): Promise<void> {
   const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool: createPostgresPool({ connectionString: url, max: 1, applicationName: 'canvas-migrate' }) }) })
   try {
-    await migrateToLatest(db)
+    await migrateOrVerify(db)
   } finally {
     await db.destroy()
   }
@@ -66,8 +66,10 @@ export async function openDatabase (options: DatabaseOptions): Promise<DatabaseH
   if (options.databaseUrl !== undefined) {
     const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10 })
     const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool, idleInTransactionTimeoutMs: options.databaseIdleInTransactionTimeoutMs ?? 0 }), ...queryLog(options) })
+    // As the tables' owner: migrate. As a service role without ownership: only check none is pending.
+    // Either on the direct connection, bypassing a transaction pooler.
     const direct = options.databaseDirectUrl ?? options.databaseUrl
-    if (direct === options.databaseUrl) await migrateToLatest(db)
+    if (direct === options.databaseUrl) await migrateOrVerify(db)
     else await migrateDirectly(direct)
     return {
       db,

@@ -271,16 +271,23 @@ export interface AdminAuditLogTable {
 
 /** Idempotency-Key (issue 33): the first answer to a create per user and key; `status` null while in flight. */
 export interface IdempotencyKeysTable {
+  /** The key's owner: a user's id, or `admin:<sub>` for an administrator. */
   user_id: string
   idem_key: string
+  /** sha256 of the transport's route or method and the whole request; '' until the first run's body arrived. */
   fingerprint: string
-  status: number | null
-  /** Response headers replayed with the body (ETag). */
-  headers: ColumnType<Record<string, string> | null, string | null, string | null>
-  body: string | null
+  /** The owner's account (null for an administrator): deleting it deletes its keys. */
+  account_id: string | null
+  /** What the first run returned (`{ value }` or `{ error }`); null while it runs. */
+  outcome: ColumnType<StoredOutcome | null, string | null, string | null>
   created_at: Timestamp
   expires_at: Timestamp
 }
+
+/** An operation's result, or the refusal it ended with, as kept for a retry (src/core/idempotency). */
+export type StoredOutcome =
+  | { value: unknown }
+  | { error: { kind: string, message: string, violations: Array<{ field: string, description: string }>, retryAfter?: number, tooLarge?: boolean } }
 
 export type ReportTargetType = 'room' | 'spark' | 'user' | 'shelf' | 'office'
 export type ReportReason = 'spam' | 'abuse' | 'harassment' | 'illegal' | 'other'
@@ -343,6 +350,8 @@ export interface MessagesTable {
   title: string
   body: string
   action_id: string | null
+  /** Where to act on the message (an invitation's accept page); never a secret. */
+  link: string | null
   created_at: CreatedAt
   read_at: Timestamp | null
 }

@@ -6,9 +6,10 @@
 // HTTP/1.1 or HTTP/2 server, which never listen themselves.
 //
 // It also owns what a connection may cost (timeouts; HTTP/2 sessions and streams get the same bounds
-// in http2-sessions.ts, HTTP/1.1 request bodies their idle timeout in body-idle.ts) and how the port
-// closes (draining-close.ts): every request already sent is answered, then whatever is still open
-// after `drainMs` is cut.
+// in http2-sessions.ts, HTTP/1.1 request bodies their idle timeout in body-idle.ts), that an answer
+// sent before its body arrived reaches the client (lingering-close.ts), and how the port closes
+// (draining-close.ts): every request already sent is answered, then whatever is still open after
+// `drainMs` is cut.
 import http from 'node:http'
 import http2 from 'node:http2'
 import net from 'node:net'
@@ -16,6 +17,7 @@ import tls from 'node:tls'
 import { watchBodyIdle } from './body-idle.js'
 import { closeByDraining } from './draining-close.js'
 import { guardStream, MAX_CONCURRENT_STREAMS, trackSessions } from './http2-sessions.js'
+import { lingerAfterEarlyAnswer, lingerStreamAfterEarlyAnswer } from './lingering-close.js'
 import type { RefusalWriter } from './refusals.js'
 
 /** How long a client may take, each in milliseconds (README: Configuration). */
@@ -59,6 +61,7 @@ export function createListener (handler: RequestHandler, options: ListenerOption
     connectionsCheckingInterval: TIMEOUT_CHECK_EVERY_MS
   }, (request, response) => {
     bodies.watch(request, response)
+    lingerAfterEarlyAnswer(request, response)
     handler(request, response)
   })
   http1.setTimeout(timeouts.idleMs)
@@ -68,6 +71,7 @@ export function createListener (handler: RequestHandler, options: ListenerOption
 
   const http2Server = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, (request, response) => {
     guardStream(request, timeouts, options.refuse)
+    lingerStreamAfterEarlyAnswer(request)
     handler(request, response)
   })
   const sessions = trackSessions(http2Server, timeouts)

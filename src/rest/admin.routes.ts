@@ -106,7 +106,7 @@ export function adminRoutes (core: Core) {
 
     r.post('/motd', {
       schema: { summary: 'Publish a message of the day (admin)', tags, body: CreateMotdInput, response: { 201: dataOf(MotdSchema), ...ERRORS } },
-      config: { operation: 'admin.createMotd' }
+      config: { operation: 'admin.createMotd', idempotent: true }
     }, async (request, reply) => await reply.code(201).send({ data: await core.admin.createMotd(adminOf(request), request.body) }))
 
     r.patch('/motd/:motdId', {
@@ -116,7 +116,7 @@ export function adminRoutes (core: Core) {
 
     r.post('/widgets', {
       schema: { summary: 'Add a widget to the catalogue (admin)', tags, body: CreateWidgetInput, response: { 201: dataOf(WidgetSchema), ...ERRORS } },
-      config: { operation: 'admin.createWidget' }
+      config: { operation: 'admin.createWidget', idempotent: true }
     }, async (request, reply) => await reply.code(201).send({ data: await core.admin.createWidget(adminOf(request), request.body) }))
 
     r.patch('/widgets/:widgetId', {

@@ -1,15 +1,18 @@
-// Idempotency-Key on REST creates (issue 33, DECISIONS §15). A route opts in with one line in its
-// config, `idempotent: true`; this scope then adds two route hooks to it: before the handler, the key
-// is checked and claimed (src/core/idempotency: a retry gets the first answer replayed, with
-// `Idempotent-Replayed: true`); on send, the answer is stored (a 5xx frees the key instead, as nothing
-// was created). A request without the header runs as before.
-import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerAsyncHookHandler } from 'fastify'
+// Idempotency-Key on REST creates (issue 33, DECISIONS §15 and §17). A route opts in with one line in
+// its config, `idempotent: true`; this scope then adds to it: as the request arrives (after the gate,
+// before the body is read) the key is checked and the call opened — claimed at once when the body is
+// still on its way, so a retry that arrives whole cannot overtake a slow first request; the handler
+// runs within the call, so the create it calls runs once and a retry gets its outcome answered the
+// same way (src/core/idempotency), with `Idempotent-Replayed: true`; once answered, a claim whose
+// create never ran (a refused or cut-off request) is freed. A request without the header runs as
+// before.
+import { Http2ServerRequest } from 'node:http2'
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler, RouteHandlerMethod } from 'fastify'
 import type { Core } from '../core/index.js'
-import { requestFingerprint } from '../core/idempotency/idempotency.js'
-import { IDEMPOTENCY_HEADER, type FirstRun } from '../core/idempotency/idempotency.types.js'
-import { sendAppError } from './errors.js'
+import type { KeyedCall } from '../core/idempotency/keyed-call.js'
+import { IDEMPOTENCY_HEADER, type KeyOwner } from '../core/idempotency/idempotency.types.js'
 import { AppError } from '../core/errors.js'
-import { logThrottled } from '../infra/throttled-log.js'
+import { sendAppError } from './errors.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,72 +20,70 @@ declare module 'fastify' {
     idempotent?: true
   }
   interface FastifyRequest {
-    /** This request is the first with its key: its answer is stored on send. */
-    idempotencyRun?: FirstRun
+    /** The request carries an Idempotency-Key: its call (src/core/idempotency/keyed-call.ts). */
+    idempotency?: KeyedCall
   }
 }
 
-/** Headers of the first answer that a replay sends again. */
-const REPLAYED_HEADERS = ['etag', 'location']
-
-/**
- * The request as a retry must repeat it: method, route, path parameters and JSON body. A multipart
- * body (uploads) is streamed to storage, never held, so its length and media type stand for it.
- */
-function fingerprintOf (request: FastifyRequest): string {
-  const scope = `rest ${request.method} ${request.routeOptions.url ?? request.url}`
-  const multipart = request.headers['content-type']?.startsWith('multipart/') === true
-  const body = multipart ? { multipart: request.headers['content-length'] ?? 'chunked' } : request.body
-  return requestFingerprint(scope, { params: request.params, body })
+/** Whose key it is: the signed-in user's, or the administrator's on an admin route. */
+function ownerOf (request: FastifyRequest): KeyOwner | undefined {
+  if (request.actor !== null) return { id: request.actor.userId, accountId: request.actor.userId }
+  if (request.admin !== null) return { id: `admin:${request.admin.sub}`, accountId: null }
+  return undefined
 }
 
-async function replay (reply: FastifyReply, answer: { status: number, headers: Record<string, string>, body: string }): Promise<FastifyReply> {
-  void reply.code(answer.status).headers(answer.headers).header('idempotent-replayed', 'true')
-  if (answer.body === '') return await reply.send()
-  return await reply.type('application/json; charset=utf-8').send(answer.body)
+/** Whether the request's whole body has arrived already (or it has none). */
+function bodyArrived (request: FastifyRequest): boolean {
+  const raw = request.raw
+  if (raw instanceof Http2ServerRequest) return raw.stream.endAfterHeaders || raw.stream.state.remoteClose === 1 // END_STREAM seen
+  return raw.complete
 }
 
 export function installIdempotency (app: FastifyInstance, core: Core): void {
-  const claim: preHandlerAsyncHookHandler = async function (request, reply) {
+  /** Calls whose handler is running. */
+  const handling = new WeakSet<KeyedCall>()
+  const open: onRequestAsyncHookHandler = async function (request, reply) {
     try {
       const key = core.idempotency.parseKey(request.headers[IDEMPOTENCY_HEADER])
-      // Every opted-in route needs the session, so the gate has named the caller.
-      if (key === undefined || request.actor === null) return
-      const claimed = await core.idempotency.claim(request.actor.userId, key, fingerprintOf(request))
-      if (claimed.kind === 'replay') return await replay(reply, claimed.answer)
-      request.idempotencyRun = claimed
+      // Every opted-in route needs a caller, so the gate has named one.
+      const owner = ownerOf(request)
+      if (key === undefined || owner === undefined) return
+      // A file is streamed to storage as it arrives: its key is claimed before any of it is.
+      const claimNow = request.headers['content-type']?.startsWith('multipart/') === true || !bodyArrived(request)
+      request.idempotency = await core.idempotency.open(owner, key, `rest ${request.method} ${request.routeOptions.url ?? request.url}`, { claimNow })
     } catch (error) {
       if (error instanceof AppError) return await sendAppError(reply, error)
       throw error
     }
   }
 
-  const store: onSendHookHandler = async function (request, reply, payload) {
-    const run = request.idempotencyRun
-    if (run === undefined) return payload
-    request.idempotencyRun = undefined
-    if (reply.statusCode >= 500 || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
-      await run.release().catch((error: unknown) => { logThrottled(request.server.log, 'warn', 'idempotency: release failed', { err: error, reqId: request.id }) })
-      return payload
-    }
-    const headers: Record<string, string> = {}
-    for (const name of REPLAYED_HEADERS) {
-      const value = reply.getHeader(name)
-      if (typeof value === 'string') headers[name] = value
-    }
-    try {
-      await run.finish({ status: reply.statusCode, headers, body: payload ?? '' })
-    } catch (error) {
-      // The create happened; the key stays claimed until it expires (a retry is told 409), rather
-      // than freed for a second create.
-      logThrottled(request.server.log, 'warn', 'idempotency: storing the answer failed', { err: error, reqId: request.id })
-    }
-    return payload
-  }
-
   app.addHook('onRoute', (route) => {
     if (route.config?.idempotent !== true) return
-    route.preHandler = [...[route.preHandler ?? []].flat(), claim]
-    route.onSend = [...[route.onSend ?? []].flat(), store]
+    const handler = route.handler
+    const keyedHandler: RouteHandlerMethod = async function (request, reply) {
+      const call = request.idempotency
+      if (call === undefined) return await handler.call(this, request, reply)
+      handling.add(call)
+      try {
+        return await core.idempotency.within(call, async () => await handler.call(this, request, reply))
+      } finally {
+        handling.delete(call)
+        await core.idempotency.settle(call)
+      }
+    }
+    route.handler = keyedHandler
+    route.onRequest = [...[route.onRequest ?? []].flat(), open]
+    route.onSend = [...[route.onSend ?? []].flat(), async (request, reply, payload) => {
+      if (request.idempotency?.replayed === true) void reply.header('idempotent-replayed', 'true')
+      return payload
+    }]
+    // A request answered or abandoned before its handler ran (refused, its body cut off); one whose
+    // handler runs is settled when the handler is done, never while its create may still run.
+    const settle = async (request: FastifyRequest): Promise<void> => {
+      const call = request.idempotency
+      if (call !== undefined && !handling.has(call)) await core.idempotency.settle(call)
+    }
+    route.onResponse = [...[route.onResponse ?? []].flat(), settle]
+    route.onRequestAbort = [...[route.onRequestAbort ?? []].flat(), settle]
   })
 }

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Core } from '../core/index.js'
-import { InviteTokenInput } from '../core/offices/offices.types.js'
+import { AcceptInviteInput, InviteTokenInput } from '../core/offices/offices.types.js'
 import { actorOf } from './identity.js'
 import { InviteAcceptance, InviteInfo, ok } from './responses.js'
 
@@ -10,7 +10,7 @@ export function inviteRoutes (core: Core) {
   return async function (app: FastifyInstance): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-    r.post('/accept', { schema: { summary: 'Accept an invitation', tags: ['offices'], response: ok(InviteAcceptance), body: InviteTokenInput }, config: { operation: 'offices.acceptInvite' } }, async (request) => {
+    r.post('/accept', { schema: { summary: 'Accept an invitation: by the mailed token, or by its id from the invitee\'s inbox', tags: ['offices'], response: ok(InviteAcceptance), body: AcceptInviteInput }, config: { operation: 'offices.acceptInvite' } }, async (request) => {
       return { data: await core.invites.accept(actorOf(request), request.body) }
     })
 

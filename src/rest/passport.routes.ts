@@ -28,7 +28,7 @@ export function passportRoutes (core: Core) {
       return { data: await passports.update(actorOf(request), request.body) }
     })
 
-    r.post('/skills', { schema: { summary: 'Add a skill', tags: ['passport'], response: created(Skill), body: AddSkillInput }, config: { operation: 'passport.addSkill' } }, async (request, reply) => {
+    r.post('/skills', { schema: { summary: 'Add a skill', tags: ['passport'], response: created(Skill), body: AddSkillInput }, config: { operation: 'passport.addSkill', idempotent: true } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addSkill(actorOf(request), request.body) })
     })
 
@@ -37,7 +37,7 @@ export function passportRoutes (core: Core) {
       return await reply.code(204).send()
     })
 
-    r.post('/experience', { schema: { summary: 'Add an experience', tags: ['passport'], response: created(Experience), body: AddExperienceInput }, config: { operation: 'passport.addExperience' } }, async (request, reply) => {
+    r.post('/experience', { schema: { summary: 'Add an experience', tags: ['passport'], response: created(Experience), body: AddExperienceInput }, config: { operation: 'passport.addExperience', idempotent: true } }, async (request, reply) => {
       return await reply.code(201).send({ data: await passports.addExperience(actorOf(request), request.body) })
     })
 
@@ -57,7 +57,7 @@ export function passportRoutes (core: Core) {
     // Its own scope: only this route reads multipart bodies.
     await app.register(async (form) => {
       await acceptMultipart(form)
-      form.post('/import', { schema: { summary: 'Import a CV (multipart `file`: PDF, DOCX or text) into your passport', tags: ['passport'], body: CV_FORM, response: ok(Passport) }, config: { operation: 'passport.importCV' } }, async (request, reply) => {
+      form.post('/import', { schema: { summary: 'Import a CV (multipart `file`: PDF, DOCX or text) into your passport', tags: ['passport'], body: CV_FORM, response: ok(Passport) }, config: { operation: 'passport.importCV', idempotent: true } }, async (request, reply) => {
         const actor = actorOf(request)
         const { bytes } = await readFormFile(request, reply, CV_MAX_BYTES)
         return { data: await passports.importCv(actor, { bytes, field: 'file' }) }

@@ -37,7 +37,7 @@ export function appealRoutes (core: Core) {
     const { appeals } = core.safety
     r.post('/', {
       schema: { summary: 'Appeal a moderation action taken against the caller (once, within 30 days)', tags: ['safety'], body: CreateAppealInput, response: { 201: dataOf(AppealSchema), ...ERRORS } },
-      config: { operation: 'appeals.createAppeal' }
+      config: { operation: 'appeals.createAppeal', idempotent: true }
     }, async (request, reply) => await reply.code(201).send({ data: await appeals.create(actorOf(request), request.body) }))
     r.get('/', {
       schema: { summary: 'The caller\'s own appeals', tags: ['safety'], querystring: OwnListQuery, response: { 200: pageOf(AppealSchema), ...ERRORS } },
@@ -105,7 +105,7 @@ export function roomWidgetRoutes (core: Core) {
     }, async (request) => ({ data: await widgets.listInstalled(actorOf(request), request.params) }))
     r.post('/:roomId/widgets', {
       schema: { summary: 'Install a widget in a room (its creator), settings checked against the widget\'s schema', tags: ['widgets'], params: WidgetRoomParams, body: InstallWidgetBody, response: { 201: dataOf(InstallationSchema), ...ERRORS } },
-      config: { operation: 'widgets.installWidget' }
+      config: { operation: 'widgets.installWidget', idempotent: true }
     }, async (request, reply) => await reply.code(201).send({ data: await widgets.install(actorOf(request), { ...request.body, roomId: request.params.roomId }) }))
     r.patch('/:roomId/widgets/:installationId', {
       schema: { summary: 'Change an installed widget\'s settings (the room\'s creator)', tags: ['widgets'], params: InstallationParams, body: UpdateInstallationBody, response: { 200: dataOf(InstallationSchema), ...ERRORS } },

@@ -36,7 +36,8 @@ export const MessageSchema = named('Message', Type.Object({
   body: Type.String(),
   createdAt: Type.String(),
   readAt: Nullable(Type.String()),
-  actionId: Type.Optional(Type.String())
+  actionId: Type.Optional(Type.String()),
+  link: Type.Optional(Type.String())
 }))
 
 export const MotdSchema = named('Motd', Type.Object({ id: Type.String(), text: Type.String(), severity: Type.String(), startsAt: Type.String(), endsAt: Type.String() }))

@@ -94,25 +94,16 @@ async function * formParts (request: FastifyRequest, fileLimit: number): AsyncGe
   }
 }
 
-/** How much of a refused body is read and dropped before the connection is cut instead. */
-const DROP_AT_MOST_BYTES = MAX_UPLOAD_BYTES + FORM_OVERHEAD_BYTES
-
 /**
- * After a refusal in the middle of a form, the rest of the body is still on its way: it is read
- * and dropped rather than left in the socket (where the client, still sending, would get a reset
- * instead of the answer), up to a bound past which the connection is cut; an HTTP/1.1 connection
- * is closed after the answer.
+ * After a refusal in the middle of a form, the rest of the body is still on its way: the form parser
+ * lets go of it, and once the answer is out the edge reads and drops it within its bounds
+ * (src/http/lingering-close.ts), so the client, still sending, gets the answer rather than a reset.
+ * An HTTP/1.1 connection is closed after that.
  */
 function dropRestOfBody (request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw
   if (raw.readableEnded) return
   raw.unpipe()
-  let dropped = 0
-  raw.on('data', (chunk: Buffer) => {
-    dropped += chunk.length
-    if (dropped > DROP_AT_MOST_BYTES) raw.destroy()
-  })
-  raw.resume()
   if (raw.httpVersionMajor === 1) void reply.header('connection', 'close')
 }
 

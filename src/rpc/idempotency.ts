@@ -1,35 +1,24 @@
-// Idempotency-Key on the RPC create methods (issue 33): the same rule as REST (src/core/idempotency),
-// through an `Idempotency-Key` request header. The first call's response message is stored (binary,
-// whatever the caller's encoding) and a retry with the same key and the same request message gets it
-// again, with `Idempotent-Replayed: true`. A call that fails stores nothing and frees the key: the
-// create did not happen, and a retry runs it.
-import { create, fromBinary, toBinary, type Message } from '@bufbuild/protobuf'
+// Idempotency-Key on the RPC create methods (issue 33, DECISIONS §15 and §17): the same rule as REST
+// (src/core/idempotency), through an `Idempotency-Key` request header. The call's closure runs within
+// the key's call: the create it makes runs once, and a retry with the same key and the same request
+// gets its outcome back through the same closure — the same response message, with
+// `Idempotent-Replayed: true` — or its refusal. A request still running is ABORTED with Retry-After.
 import type { HandlerContext } from '@connectrpc/connect'
 import type { Core } from '../core/index.js'
-import { requestFingerprint } from '../core/idempotency/idempotency.js'
 import { IDEMPOTENCY_HEADER } from '../core/idempotency/idempotency.types.js'
 import { optionalActorOf } from './context.js'
 
-export async function idempotentCall<T extends object> (core: Core, ctx: HandlerContext, request: Message, run: () => Promise<T>): Promise<T> {
+export async function idempotentCall<T> (core: Core, ctx: HandlerContext, run: () => Promise<T>): Promise<T> {
   const key = core.idempotency.parseKey(ctx.requestHeader.get(IDEMPOTENCY_HEADER))
   const actor = optionalActorOf(ctx)
   if (key === undefined || actor === null) return await run()
-  const { input, output } = ctx.method
-  const fingerprint = requestFingerprint(`rpc ${ctx.service.typeName}/${ctx.method.name}`, toBinary(input, request))
-  const claim = await core.idempotency.claim(actor.userId, key, fingerprint)
-  if (claim.kind === 'replay') {
-    ctx.responseHeader.set('idempotent-replayed', 'true')
-    // A full message is a valid init shape of its own type.
-    return fromBinary(output, Buffer.from(claim.answer.body, 'base64')) as unknown as T
-  }
-  let result: T
+  // A unary request message is whole before the method runs: the create claims the key itself.
+  const call = await core.idempotency.open({ id: actor.userId, accountId: actor.userId }, key, `rpc ${ctx.service.typeName}/${ctx.method.name}`, { claimNow: false })
   try {
-    result = await run()
-  } catch (error) {
-    await claim.release().catch(() => {})
-    throw error
+    const result = await core.idempotency.within(call, run)
+    if (call.replayed) ctx.responseHeader.set('idempotent-replayed', 'true')
+    return result
+  } finally {
+    await core.idempotency.settle(call)
   }
-  const body = Buffer.from(toBinary(output, create(output, result as never))).toString('base64')
-  await claim.finish({ status: 200, headers: {}, body }).catch(() => {})
-  return result
 }

@@ -16,7 +16,7 @@ export function officesService (core: Core): ServiceImpl<typeof OfficesService> 
       return { office: await offices.get(actorOf(ctx), { officeId: req.officeId }) }
     },
     async createOffice (req, ctx) {
-      return await idempotentCall(core, ctx, req, async () => ({ office: await offices.create(actorOf(ctx), { name: req.name, slug: req.slug, description: req.description, isPublic: req.isPublic }) }))
+      return await idempotentCall(core, ctx, async () => ({ office: await offices.create(actorOf(ctx), { name: req.name, slug: req.slug, description: req.description, isPublic: req.isPublic }) }))
     },
     async updateOffice (req, ctx) {
       return { office: await offices.update(actorOf(ctx), { officeId: req.officeId, name: req.name, slug: req.slug, description: req.description, isPublic: req.isPublic }) }
@@ -26,13 +26,14 @@ export function officesService (core: Core): ServiceImpl<typeof OfficesService> 
       return {}
     },
     async inviteToOffice (req, ctx) {
-      return await idempotentCall(core, ctx, req, async () => ({ invite: await invites.invite(actorOf(ctx), { officeId: req.officeId, email: req.email, role: req.role }) }))
+      return await idempotentCall(core, ctx, async () => ({ invite: await invites.invite(actorOf(ctx), { officeId: req.officeId, email: req.email, role: req.role }) }))
     },
     async getInviteInfo (req) {
       return await invites.info({ token: req.token })
     },
     async acceptInvite (req, ctx) {
-      return await invites.accept(actorOf(ctx), { token: req.token })
+      // An empty string is proto3's "not sent": the core takes exactly one of the two.
+      return await invites.accept(actorOf(ctx), { token: req.token === '' ? undefined : req.token, inviteId: req.inviteId === '' ? undefined : req.inviteId })
     },
     async listMembers (req, ctx) {
       const { items, pagination } = await offices.listMembers(actorOf(ctx), { officeId: req.officeId, page: req.page, limit: req.limit })

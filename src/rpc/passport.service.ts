@@ -5,6 +5,7 @@ import type { Core } from '../core/index.js'
 import type { Experience, Passport, Skill } from '../core/passport/passport.types.js'
 import { PassportService } from '../gen/app/passport/v1/passport_pb.js'
 import { actorOf } from './context.js'
+import { idempotentCall } from './idempotency.js'
 
 function skillMessage (skill: Skill): Omit<Skill, 'level'> & { level?: number } {
   return { id: skill.id, name: skill.name, ...(skill.level === null ? {} : { level: skill.level }) }
@@ -29,17 +30,17 @@ export function passportService (core: Core): ServiceImpl<typeof PassportService
       return { passport: passportMessage(await passports.update(actorOf(ctx), { headline: req.headline, summary: req.summary, location: req.location, isPublic: req.isPublic })) }
     },
     async importCV (req, ctx) {
-      return { passport: passportMessage(await passports.importCv(actorOf(ctx), { bytes: req.content, field: 'content', filename: req.filename })) }
+      return await idempotentCall(core, ctx, async () => ({ passport: passportMessage(await passports.importCv(actorOf(ctx), { bytes: req.content, field: 'content', filename: req.filename })) }))
     },
     async addSkill (req, ctx) {
-      return { skill: skillMessage(await passports.addSkill(actorOf(ctx), { name: req.name, level: req.level })) }
+      return await idempotentCall(core, ctx, async () => ({ skill: skillMessage(await passports.addSkill(actorOf(ctx), { name: req.name, level: req.level })) }))
     },
     async removeSkill (req, ctx) {
       await passports.removeSkill(actorOf(ctx), { skillId: req.skillId })
       return {}
     },
     async addExperience (req, ctx) {
-      return { experience: experienceMessage(await passports.addExperience(actorOf(ctx), { title: req.title, company: req.company, startDate: req.startDate, endDate: req.endDate, description: req.description })) }
+      return await idempotentCall(core, ctx, async () => ({ experience: experienceMessage(await passports.addExperience(actorOf(ctx), { title: req.title, company: req.company, startDate: req.startDate, endDate: req.endDate, description: req.description })) }))
     },
     async updateExperience (req, ctx) {
       return {

@@ -16,7 +16,7 @@ export function roomsService (core: Core): ServiceImpl<typeof RoomsService> {
       return { room: await rooms.get(actorOf(ctx), { roomId: req.roomId }) }
     },
     async createRoom (req, ctx) {
-      return await idempotentCall(core, ctx, req, async () => ({ room: await rooms.create(actorOf(ctx), { name: req.name, description: req.description, isPublic: req.isPublic }) }))
+      return await idempotentCall(core, ctx, async () => ({ room: await rooms.create(actorOf(ctx), { name: req.name, description: req.description, isPublic: req.isPublic }) }))
     },
     async updateRoom (req, ctx) {
       return { room: await rooms.update(actorOf(ctx), { roomId: req.roomId, name: req.name, description: req.description, isPublic: req.isPublic }) }

@@ -17,7 +17,7 @@ export function shelvesService (core: Core): ServiceImpl<typeof ShelvesService> 
       return { shelf: await shelves.get(actorOf(ctx), { shelfId: req.shelfId }) }
     },
     async createShelf (req, ctx) {
-      return await idempotentCall(core, ctx, req, async () => ({ shelf: await shelves.create(actorOf(ctx), { name: req.name, description: req.description, isPublic: req.isPublic }) }))
+      return await idempotentCall(core, ctx, async () => ({ shelf: await shelves.create(actorOf(ctx), { name: req.name, description: req.description, isPublic: req.isPublic }) }))
     },
     async updateShelf (req, ctx) {
       return { shelf: await shelves.update(actorOf(ctx), { shelfId: req.shelfId, name: req.name, description: req.description, isPublic: req.isPublic }) }
@@ -27,7 +27,7 @@ export function shelvesService (core: Core): ServiceImpl<typeof ShelvesService> 
       return {}
     },
     async addLink (req, ctx) {
-      return await idempotentCall(core, ctx, req, async () => ({ link: await shelves.addLink(actorOf(ctx), { shelfId: req.shelfId, url: req.url, title: req.title, afterLinkId: req.afterLinkId }) }))
+      return await idempotentCall(core, ctx, async () => ({ link: await shelves.addLink(actorOf(ctx), { shelfId: req.shelfId, url: req.url, title: req.title, afterLinkId: req.afterLinkId }) }))
     },
     async removeLink (req, ctx) {
       await shelves.removeLink(actorOf(ctx), { shelfId: req.shelfId, linkId: req.linkId })

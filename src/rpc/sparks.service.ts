@@ -17,7 +17,7 @@ export function sparksService (core: Core): ServiceImpl<typeof SparksService> {
       return { spark: await sparks.get(actorOf(ctx), { sparkId: req.sparkId }) }
     },
     async createSpark (req, ctx) {
-      return await idempotentCall(core, ctx, req, async () => ({ spark: await sparks.create(actorOf(ctx), { title: req.title, content: req.content, roomId: req.roomId, x: req.x, y: req.y }) }))
+      return await idempotentCall(core, ctx, async () => ({ spark: await sparks.create(actorOf(ctx), { title: req.title, content: req.content, roomId: req.roomId, x: req.x, y: req.y }) }))
     },
     async updateSpark (req, ctx) {
       return { spark: await sparks.update(actorOf(ctx), { sparkId: req.sparkId, title: req.title, content: req.content, expectedVersion: req.expectedVersion }) }

@@ -21,8 +21,9 @@ export interface OidcProvider {
   /** A new signing key with a new `kid`; the JWKS serves only it from now on (or both with keepOld). */
   rotate (options?: { keepOld?: boolean }): Promise<void>
   /** A token signed with the current key: claims override the defaults (iss, aud, sub, email,
-   *  roles, iat, exp in 5 minutes); a claim set to undefined is left out. */
-  sign (claims?: JWTPayload, options?: { kid?: string }): Promise<string>
+   *  roles, iat, exp in 5 minutes); a claim set to undefined is left out. The JOSE `typ` header is
+   *  `JWT` unless `typ` says otherwise (null: no `typ` header). */
+  sign (claims?: JWTPayload, options?: { kid?: string, typ?: string | null }): Promise<string>
   /** A token signed by a key the provider never published, under a made-up `kid`. */
   signWithForeignKey (claims?: JWTPayload): Promise<string>
   /** The current public key as PEM text: what an HS256 forger would use as the secret. */
@@ -69,10 +70,10 @@ export async function startOidcProvider (audience = 'canvas-admin'): Promise<Oid
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
   /** Claims override the defaults; a claim set to undefined is left out of the token. */
-  async function signWith (key: SigningKey, kid: string, claims: JWTPayload): Promise<string> {
+  async function signWith (key: SigningKey, kid: string, claims: JWTPayload, typ: string | null = 'JWT'): Promise<string> {
     const now = Math.floor(Date.now() / 1000)
     return await new SignJWT({ iss: issuer, aud: audience, sub: 'admin-sub', email: 'admin@example.test', roles: ['admin'], iat: now, exp: now + 300, ...claims })
-      .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
+      .setProtectedHeader({ alg: 'RS256', kid, ...(typ === null ? {} : { typ }) })
       .sign(key.privateKey)
   }
 
@@ -88,7 +89,7 @@ export async function startOidcProvider (audience = 'canvas-admin'): Promise<Oid
     },
     async sign (claims = {}, options = {}) {
       const key = keys[0]!
-      return await signWith(key, options.kid ?? key.kid, claims)
+      return await signWith(key, options.kid ?? key.kid, claims, options.typ)
     },
     async signWithForeignKey (claims = {}) {
       const foreign = await newKey()

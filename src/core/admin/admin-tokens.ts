@@ -2,6 +2,11 @@
 // asymmetric algorithm, `iss` exactly OIDC_ISSUER, `aud` containing OIDC_AUDIENCE, `exp` present and
 // not past (give or take the clock tolerance), a `sub`. The roles come from OIDC_ROLES_CLAIM.
 //
+// An access token, not an ID token (DECISIONS §17): a JOSE `typ` other than `at+jwt` (RFC 9068) or
+// `JWT` is refused, and so is a token carrying `nonce`, which only ID tokens carry (OIDC Core 2).
+// An ID token of the dashboard's client is signed by the same provider and may satisfy `aud` when
+// OIDC_AUDIENCE is misconfigured as that client id; it must never open the admin API.
+//
 // The algorithm allow-list is what defeats `alg: none` and the HS256-with-the-public-key trick: jose
 // checks a token's `alg` against it before it looks for a key, so such a token never reaches one.
 import { errors, jwtVerify, type JWTPayload } from 'jose'
@@ -17,6 +22,19 @@ export const ADMIN_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS38
 
 /** Seconds of clock skew between us and the provider that `exp`, `nbf` and `iat` forgive (at most 60). */
 export const CLOCK_TOLERANCE_SECONDS = 30
+
+/** `typ` values of an access token, compared as RFC 7515 §4.1.9 says: case-insensitively, `application/` optional. */
+const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'jwt'])
+
+/** Why a verified token is still not an access token, or null when it is one. */
+function notAnAccessToken (typ: unknown, payload: JWTPayload): string | null {
+  if (typ !== undefined) {
+    const type = typeof typ === 'string' ? typ.toLowerCase().replace(/^application\//, '') : ''
+    if (!ACCESS_TOKEN_TYPES.has(type)) return 'ERR_JWT_TYP'
+  }
+  if (Object.hasOwn(payload, 'nonce')) return 'ERR_JWT_NONCE'
+  return null
+}
 
 /** Who a verified token names, and the strongest admin role it carries (null: none). */
 export interface AdminPrincipal {
@@ -54,8 +72,9 @@ export function createAdminTokens (oidc: OidcConfig, keys: JwksCache, log: Logge
   return {
     async verify (token) {
       let payload: JWTPayload
+      let typ: unknown
       try {
-        ({ payload } = await jwtVerify(token, keys.getKey, {
+        ({ payload, protectedHeader: { typ } } = await jwtVerify(token, keys.getKey, {
           issuer: oidc.issuer,
           audience: oidc.audience,
           algorithms: ADMIN_TOKEN_ALGORITHMS,
@@ -69,6 +88,11 @@ export function createAdminTokens (oidc: OidcConfig, keys: JwksCache, log: Logge
         // Logged, not written to the audit table: an unauthenticated flood must not grow it (§12).
         const reason = error instanceof errors.JOSEError ? error.code : 'ERR_MALFORMED'
         log.info({ reason, detail: error instanceof Error ? error.message : String(error) }, 'admin token refused')
+        throw new AppError('unauthenticated', REFUSED)
+      }
+      const notAccess = notAnAccessToken(typ, payload)
+      if (notAccess !== null) {
+        log.info({ reason: notAccess, typ: typeof typ === 'string' ? typ.slice(0, 64) : typ }, 'admin token refused: not an access token')
         throw new AppError('unauthenticated', REFUSED)
       }
       const sub = payload.sub

@@ -20,6 +20,7 @@ import { auditDenied, audited, type AdminRequest, type AuditTarget } from './aud
 import { listAuditRows } from './audit.repository.js'
 import * as moderation from '../moderation/moderation.js'
 import type { AdminReport, Appeal, ModerationAction, Motd, Widget } from '../safety/safety.types.js'
+import { keyed } from '../idempotency/keyed-call.js'
 
 /** What the gate knows of the request when it decides whether an admin may run it. */
 export interface AdminAttempt {
@@ -155,10 +156,10 @@ export function createAdmin (deps: CoreDeps) {
         ({ reversedActions }) => ({ target: { type: 'user', id: userId }, details: { input, reversedActionIds: reversedActions.map((a) => a.id) } }))
     },
 
-    async createMotd (admin: AdminRequest, input: unknown): Promise<Motd> {
+    createMotd: keyed(deps, async (admin: AdminRequest, input: unknown): Promise<Motd> => {
       return await audited(deps, admin, 'admin.createMotd', async (tx) => await moderation.createMotd(tx, deps, admin, input),
         (motd) => ({ target: { type: 'motd', id: motd.id }, details: { input } }))
-    },
+    }),
 
     async updateMotd (admin: AdminRequest, params: unknown, input: unknown): Promise<Motd> {
       const { motdId } = parseInput(MotdIdParams, params)
@@ -166,10 +167,10 @@ export function createAdmin (deps: CoreDeps) {
         () => ({ target: { type: 'motd', id: motdId }, details: { input } }))
     },
 
-    async createWidget (admin: AdminRequest, input: unknown): Promise<Widget> {
+    createWidget: keyed(deps, async (admin: AdminRequest, input: unknown): Promise<Widget> => {
       return await audited(deps, admin, 'admin.createWidget', async (tx) => await moderation.createWidget(tx, deps, admin, input),
         (widget) => ({ target: { type: 'widget', id: widget.id }, details: { input } }))
-    },
+    }),
 
     async updateWidget (admin: AdminRequest, params: unknown, input: unknown): Promise<Widget> {
       const { widgetId } = parseInput(WidgetIdParams, params)

@@ -52,10 +52,6 @@ export async function markPollDelivered (db: Db, pollHash: string, now: Date): P
   return row?.user_id == null ? undefined : { user_id: row.user_id }
 }
 
-export async function deleteExpiredLoginLinks (db: Db, before: Date): Promise<void> {
-  await db.deleteFrom('login_links').where('expires_at', '<', before).execute()
-}
-
 /** Opens a session, unless its user is being deleted (users.deleting_at): false then. */
 export async function insertSession (db: Db, session: { id: string, userId: string, kind: SessionKind, now: Date, expiresAt: Date }): Promise<boolean> {
   const inserted = await db.insertInto('sessions')

@@ -109,7 +109,6 @@ export function createAuth (deps: CoreDeps) {
       const pollToken = options.poll ? newSecretToken() : undefined
       const expiresAt = later(now, LINK_TTL_MS)
       const tokenHash = hashToken(token)
-      await repo.deleteExpiredLoginLinks(db, later(now, -POLL_GRACE_MS))
       await repo.insertLoginLink(db, { tokenHash, pollHash: pollToken === undefined ? null : hashToken(pollToken), email: address, now, expiresAt })
       const link = `${config.appUrl}/api/auth/authorize?token=${token}`
       await sendOrUndo(deps, {

@@ -1,57 +1,76 @@
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.js'
-import type { StoredAnswer } from './idempotency.types.js'
+import type { StoredOutcome } from '../../db/schema.js'
+import type { KeyOwner } from './idempotency.types.js'
 
-export interface KeyRef { userId: string, key: string }
+export interface KeyRef { owner: KeyOwner, key: string }
 
 /**
- * The statements below commit without waiting for their WAL flush (`synchronous_commit` off for
- * their own one-statement transaction): two more flushes per create would cost a third of its
- * throughput. It is safe: a claim is flushed with the create's own (synchronous) commit, which comes
- * after it in the WAL, so a create that survives a crash keeps its claim; a stored answer lost in a
- * crash leaves the key claimed, so a retry is told 409 until it expires — never a second create.
+ * The statements below that run alone commit without waiting for their WAL flush
+ * (`synchronous_commit` off for their own one-statement transaction). It is safe: a claim is flushed
+ * with the create's own (synchronous) commit, which comes after it in the WAL, so a create that
+ * survives a crash keeps its claim; an outcome lost in a crash leaves the key claimed, so a retry is
+ * told 409 until it expires — never a second create. Outcomes stored in the create's own transaction
+ * commit with it.
  */
 const ASYNC_COMMIT = sql`(select set_config('synchronous_commit', 'off', true)) as async_commit`
 
+export interface Claim { fingerprint: string, now: Date, expiresAt: Date }
+
 /**
- * Claims a key: true when this request is the first (a new row, or an expired one taken over in
- * place); false when a live row holds the key. One statement, so of parallel retries the primary
- * key lets exactly one claim it.
+ * Claims a key before its request is run: true when this request is the first (a new row, or an
+ * expired one taken over in place); false when a live row holds the key. One statement, so of
+ * parallel retries the primary key lets exactly one claim it. `fingerprint` is '' when the request's
+ * body has not arrived yet (its outcome sets it).
  */
-export async function claimKey (db: Db, ref: KeyRef, claim: { fingerprint: string, now: Date, expiresAt: Date }): Promise<boolean> {
+export async function claimKey (db: Db, ref: KeyRef, claim: Claim): Promise<boolean> {
   const result = await sql<{ idem_key: string }>`
-    insert into idempotency_keys (user_id, idem_key, fingerprint, status, headers, body, created_at, expires_at)
-    select ${ref.userId}, ${ref.key}, ${claim.fingerprint}, null, null, null, ${claim.now}, ${claim.expiresAt} from ${ASYNC_COMMIT}
+    insert into idempotency_keys (user_id, idem_key, fingerprint, account_id, outcome, created_at, expires_at)
+    select ${ref.owner.id}, ${ref.key}, ${claim.fingerprint}, ${ref.owner.accountId}, null, ${claim.now}, ${claim.expiresAt} from ${ASYNC_COMMIT}
     on conflict (user_id, idem_key) do update
-      set fingerprint = excluded.fingerprint, status = null, headers = null, body = null, created_at = excluded.created_at, expires_at = excluded.expires_at
+      set fingerprint = excluded.fingerprint, account_id = excluded.account_id, outcome = null, created_at = excluded.created_at, expires_at = excluded.expires_at
       where idempotency_keys.expires_at <= ${claim.now}
     returning idem_key`.execute(db)
   return result.rows.length > 0
 }
 
-export interface KeyRow { fingerprint: string, answer: StoredAnswer | null }
-
-export async function findKey (db: Db, ref: KeyRef): Promise<KeyRow | undefined> {
-  const row = await db.selectFrom('idempotency_keys')
-    .select(['fingerprint', 'status', 'headers', 'body'])
-    .where('user_id', '=', ref.userId).where('idem_key', '=', ref.key)
-    .executeTakeFirst()
-  if (row === undefined) return undefined
-  const answer = row.status === null ? null : { status: row.status, headers: row.headers ?? {}, body: row.body ?? '' }
-  return { fingerprint: row.fingerprint, answer }
+/**
+ * Claims a key and stores its outcome at once, as the last statement of the operation's own
+ * transaction (`trx`): false when a live row holds the key — if another transaction is inserting it,
+ * after that one ended. The caller then rolls its transaction back.
+ */
+export async function insertOutcome (trx: Db, ref: KeyRef, claim: Claim, outcome: StoredOutcome): Promise<boolean> {
+  const result = await sql<{ idem_key: string }>`
+    insert into idempotency_keys (user_id, idem_key, fingerprint, account_id, outcome, created_at, expires_at)
+    values (${ref.owner.id}, ${ref.key}, ${claim.fingerprint}, ${ref.owner.accountId}, ${JSON.stringify(outcome)}::json, ${claim.now}, ${claim.expiresAt})
+    on conflict (user_id, idem_key) do update
+      set fingerprint = excluded.fingerprint, account_id = excluded.account_id, outcome = excluded.outcome, created_at = excluded.created_at, expires_at = excluded.expires_at
+      where idempotency_keys.expires_at <= ${claim.now}
+    returning idem_key`.execute(trx)
+  return result.rows.length > 0
 }
 
-export async function storeAnswer (db: Db, ref: KeyRef, answer: StoredAnswer): Promise<void> {
+/** Stores the outcome of the run that claimed the key at `claimedAt` (in its transaction, or alone). */
+export async function updateOutcome (db: Db, ref: KeyRef, claimedAt: Date, fingerprint: string, outcome: StoredOutcome, alone: boolean): Promise<void> {
   await sql`
-    update idempotency_keys set status = ${answer.status}, headers = ${JSON.stringify(answer.headers)}::jsonb, body = ${answer.body}
-    from ${ASYNC_COMMIT}
-    where user_id = ${ref.userId} and idem_key = ${ref.key}`.execute(db)
+    update idempotency_keys set fingerprint = ${fingerprint}, outcome = ${JSON.stringify(outcome)}::json
+    ${alone ? sql`from ${ASYNC_COMMIT}` : sql``}
+    where user_id = ${ref.owner.id} and idem_key = ${ref.key} and created_at = ${claimedAt}`.execute(db)
 }
 
-/** Frees a key whose first run failed on our side (5xx), so a retry runs it again. */
-export async function releaseKey (db: Db, ref: KeyRef): Promise<void> {
+export interface KeyRow { fingerprint: string, outcome: StoredOutcome | null }
+
+export async function findKey (db: Db, ref: KeyRef, now: Date): Promise<KeyRow | undefined> {
+  return await db.selectFrom('idempotency_keys')
+    .select(['fingerprint', 'outcome'])
+    .where('user_id', '=', ref.owner.id).where('idem_key', '=', ref.key).where('expires_at', '>', now)
+    .executeTakeFirst()
+}
+
+/** Frees a key whose run ended without an outcome to keep (a 5xx, a body that never arrived), so a retry runs it. */
+export async function releaseKey (db: Db, ref: KeyRef, claimedAt: Date): Promise<void> {
   await db.deleteFrom('idempotency_keys')
-    .where('user_id', '=', ref.userId).where('idem_key', '=', ref.key).where('status', 'is', null)
+    .where('user_id', '=', ref.owner.id).where('idem_key', '=', ref.key).where('created_at', '=', claimedAt).where('outcome', 'is', null)
     .execute()
 }
 

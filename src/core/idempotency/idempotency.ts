@@ -1,59 +1,20 @@
-// Idempotency-Key for creates, on both transports (issue 33, DECISIONS §15). The first request with
-// a key claims it (one row per user and key; the primary key admits one), runs, and stores its answer;
-// a retry with the same key and the same request gets that answer again, whatever instance it reaches;
-// the same key with another request is refused; a retry while the first still runs waits for its
-// answer, and after WAIT_MS is told 409 — never a second execution. A first run that failed on our
-// side (5xx) frees the key, as nothing was created. Keys are per user; expired ones are pruned.
-import { createHash } from 'node:crypto'
-import { AppError, validationError } from '../errors.js'
+// Idempotency-Key for creates, on both transports (issue 33, DECISIONS §15 and §17). A transport
+// opens a call for a request that carries a key, runs its handler within it, and settles it once
+// answered; the create operation the handler calls is `keyed` (keyed-call.ts): the first request
+// with a key runs and its outcome is kept with the request's fingerprint, a retry with the same key
+// and the same request gets that outcome again, whatever instance it reaches; the same key with
+// another request is refused; a retry while the first still runs waits for its outcome, and after a
+// while is told 409 with Retry-After — never a second execution. A first run that failed on our side
+// (5xx) frees the key, as nothing was created. Keys are per user (or administrator); expired ones
+// are pruned by src/core/retention/ (in batches, one instance at a time), through this folder's repository.
+import { validationError } from '../errors.js'
 import type { CoreDeps } from '../deps.js'
-import { claimKey, findKey, pruneExpiredKeys, releaseKey, storeAnswer, type KeyRef } from './idempotency.repository.js'
-import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_MAX, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_TTL_MS, type Claim, type StoredAnswer } from './idempotency.types.js'
+import { IDEMPOTENCY_FIELD, IDEMPOTENCY_KEY_MAX, IDEMPOTENCY_KEY_PATTERN, type KeyOwner } from './idempotency.types.js'
+import { claimBeforeBody, forget, KeyedCall, runWithin } from './keyed-call.js'
 import { logThrottled } from '../../infra/throttled-log.js'
 
-/** How long a retry waits for the first request's answer before it is told 409. */
-const WAIT_MS = 5_000
-/** Expired keys are pruned at most this often per instance, in batches of PRUNE_BATCH. */
-const PRUNE_EVERY_MS = 10 * 60 * 1000
-const PRUNE_BATCH = 1_000
-
-/** JSON with object keys sorted, so `{a, b}` and `{b, a}` are the same request. */
-function stableJson (value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
-/** What makes two requests "the same": the transport's route or method and the request itself. */
-export function requestFingerprint (scope: string, request: unknown): string {
-  const hash = createHash('sha256').update(scope).update('\n')
-  hash.update(request instanceof Uint8Array ? request : stableJson(request))
-  return hash.digest('base64url')
-}
-
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
-
 export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>) {
-  const { db, clock, log } = deps
-  let lastPrune = 0
-
-  /** Expired rows go, a batch at a time, in the background of a claim. */
-  function pruneNow (now: Date): void {
-    if (now.getTime() - lastPrune < PRUNE_EVERY_MS) return
-    lastPrune = now.getTime()
-    pruneExpiredKeys(db, now, PRUNE_BATCH).catch((error: unknown) => { logThrottled(log, 'warn', 'idempotency keys: prune failed', { err: error }) })
-  }
-
-  function firstRun (ref: KeyRef): Claim {
-    return {
-      kind: 'first',
-      finish: async (answer: StoredAnswer) => { await storeAnswer(db, ref, answer) },
-      release: async () => { await releaseKey(db, ref) }
-    }
-  }
+  const { log } = deps
 
   return {
     /** The key a request carries, checked; undefined when it carries none. */
@@ -65,27 +26,26 @@ export function createIdempotency (deps: Pick<CoreDeps, 'db' | 'clock' | 'log'>)
       return raw
     },
 
-    /** Claims `key` for this user and request: run it first, or replay the stored answer. */
-    async claim (userId: string, key: string, fingerprint: string): Promise<Claim> {
-      const ref = { userId, key }
-      const deadline = Date.now() + WAIT_MS
-      let pause = 20
-      for (;;) {
-        const now = clock.now()
-        pruneNow(now)
-        if (await claimKey(db, ref, { fingerprint, now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) })) return firstRun(ref)
-        const row = await findKey(db, ref)
-        // Gone between the two statements (released after a failure, or pruned): claim it again.
-        if (row !== undefined) {
-          if (row.fingerprint !== fingerprint) {
-            throw new AppError('idempotency_mismatch', `${IDEMPOTENCY_FIELD}: this key was used with a different request`, [{ field: IDEMPOTENCY_FIELD, description: 'was used with a different request' }])
-          }
-          if (row.answer !== null) return { kind: 'replay', answer: row.answer }
-          if (Date.now() >= deadline) throw new AppError('aborted', 'A request with this Idempotency-Key is still in progress; retry later.')
-        }
-        await sleep(pause)
-        pause = Math.min(pause * 2, 250)
-      }
+    /**
+     * A call for a request with `key`, within `scope` (the transport's route or method). With
+     * `claimNow` the key is claimed at once, before the request's body is read (so a retry that
+     * arrives whole cannot overtake a slow first request); otherwise the create operation claims it.
+     */
+    async open (owner: KeyOwner, key: string, scope: string, options: { claimNow: boolean }): Promise<KeyedCall> {
+      const call = new KeyedCall(owner, key, scope)
+      if (options.claimNow) await claimBeforeBody(deps, call)
+      return call
+    },
+
+    /** Runs a request's handler within its call: the keyed operation it calls runs or answers again. */
+    within<T> (call: KeyedCall, work: () => T): T {
+      return runWithin(call, work)
+    },
+
+    /** Once the request is answered: a claim whose operation kept no outcome (it never ran: the
+     *  request was refused first, or its body never arrived) is freed. */
+    async settle (call: KeyedCall): Promise<void> {
+      await forget(deps, call).catch((error: unknown) => { logThrottled(log, 'warn', 'idempotency: freeing a key failed', { err: error }) })
     }
   }
 }

@@ -1,5 +1,5 @@
-// Idempotency-Key (issue 33, DECISIONS §15): a token of at most 255 visible characters that makes a
-// create safe to retry, on REST (its header) and RPC (the same request header).
+// Idempotency-Key (issue 33, DECISIONS §15 and §17): a token of at most 255 visible characters that
+// makes a create safe to retry, on REST (its header) and RPC (the same request header).
 
 /** DECISIONS §15: at most 255 characters. */
 export const IDEMPOTENCY_KEY_MAX = 255
@@ -15,23 +15,14 @@ export const IDEMPOTENCY_FIELD = 'Idempotency-Key'
 /** How long a first answer is kept and replayed. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 
-/** A stored answer: its status (HTTP status on REST, 200 on RPC), headers to send again, its body. */
-export interface StoredAnswer {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
+/** How long a retry of a request still running waits for its outcome before it is told 409. */
+export const IDEMPOTENCY_WAIT_MS = 5_000
+/** The Retry-After of that 409, in seconds. */
+export const IN_FLIGHT_RETRY_AFTER_S = 1
 
-/** The caller runs the operation and then `finish`es (or `release`s, when it failed on our side). */
-export interface FirstRun {
-  kind: 'first'
-  finish (answer: StoredAnswer): Promise<void>
-  release (): Promise<void>
+/** Whose key it is: keys are per user (`id` is the user's id) or per administrator (`admin:<sub>`,
+ *  no account). */
+export interface KeyOwner {
+  id: string
+  accountId: string | null
 }
-
-export interface Replay {
-  kind: 'replay'
-  answer: StoredAnswer
-}
-
-export type Claim = FirstRun | Replay

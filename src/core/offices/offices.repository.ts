@@ -194,26 +194,26 @@ export async function deleteInviteById (db: Db, id: string): Promise<void> {
   await db.deleteFrom('office_invites').where('id', '=', id).execute()
 }
 
-/** An invitation by its token's hash, with its office and inviter as the invite info shows them. */
-export async function findInviteByToken (db: Db, tokenHash: string): Promise<(InviteRow & { office_name: string, office_slug: string, inviter_name: string }) | undefined> {
-  return await db.selectFrom('office_invites')
+/** An invitation is named by its token's hash (the mailed link) or, to its invitee, by its id (the inbox message). */
+export type InviteKey = { tokenHash: string } | { id: string }
+
+/** An invitation by its key, with its office and inviter as the invite info shows them. */
+export async function findInvite (db: Db, key: InviteKey): Promise<(InviteRow & { office_name: string, office_slug: string, inviter_name: string }) | undefined> {
+  const base = db.selectFrom('office_invites')
     .innerJoin('offices', 'offices.id', 'office_invites.office_id')
     .innerJoin('users', 'users.id', 'office_invites.invited_by')
     .selectAll('office_invites')
     .select(['offices.name as office_name', 'offices.slug as office_slug', 'users.display_name as inviter_name'])
-    .where('office_invites.token_hash', '=', tokenHash)
-    .executeTakeFirst()
+  return await ('tokenHash' in key ? base.where('office_invites.token_hash', '=', key.tokenHash) : base.where('office_invites.id', '=', key.id)).executeTakeFirst()
 }
 
 /** Marks a pending, unexpired invitation accepted. Exactly one of any number of concurrent callers gets it. */
-export async function consumeInvite (db: Db, tokenHash: string, now: Date): Promise<InviteRow | undefined> {
-  return await db.updateTable('office_invites')
+export async function consumeInvite (db: Db, key: InviteKey, now: Date): Promise<InviteRow | undefined> {
+  const base = db.updateTable('office_invites')
     .set({ accepted_at: now })
-    .where('token_hash', '=', tokenHash)
     .where('accepted_at', 'is', null)
     .where('expires_at', '>', now)
-    .returningAll()
-    .executeTakeFirst()
+  return await ('tokenHash' in key ? base.where('token_hash', '=', key.tokenHash) : base.where('id', '=', key.id)).returningAll().executeTakeFirst()
 }
 
 export async function listPendingInvites (db: Db, officeId: string, now: Date, window: PageWindow): Promise<{ rows: InviteRow[], total: number }> {

@@ -7,6 +7,7 @@ import type { CoreDeps } from '../deps.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { inTransaction } from '../transaction.js'
+import { keyed, ONE_TRANSACTION } from '../idempotency/keyed-call.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import { normaliseDisplayName } from '../users/display-name.js'
@@ -64,7 +65,7 @@ export function createOffices (deps: CoreDeps) {
     },
 
     /** The caller becomes its first owner. */
-    async create (actor: Actor, input: unknown): Promise<Office> {
+    create: keyed(deps, async (actor: Actor, input: unknown): Promise<Office> => {
       const { name: rawName, slug, description, isPublic } = parseInput(CreateOfficeInput, input)
       const name = officeName(rawName)
       const now = clock.now()
@@ -74,7 +75,7 @@ export function createOffices (deps: CoreDeps) {
         publish('office:created', office, { audience: { kind: 'users', userIds: [actor.userId] }, userId: actor.userId })
         return office
       }))
-    },
+    }, ONE_TRANSACTION),
 
     /** Owner or admin. */
     async update (actor: Actor, input: unknown): Promise<Office> {

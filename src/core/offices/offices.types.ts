@@ -76,6 +76,8 @@ export const OfficeIdParams = Type.Object({ officeId: OfficeId })
 export const MemberParams = Type.Object({ officeId: OfficeId, userId: UserId })
 export const InviteParams = Type.Object({ officeId: OfficeId, inviteId: InviteId })
 export const InviteTokenInput = Type.Object({ token: Token }, { additionalProperties: false })
+/** Accepting names the invitation by the mailed link's token or, from the invitee's inbox, by its id. */
+export const AcceptInviteInput = Type.Object({ token: Type.Optional(Token), inviteId: Type.Optional(InviteId) }, { additionalProperties: false })
 
 export const ListOfficesQuery = Type.Object({
   ...PageFields,

@@ -8,6 +8,7 @@ import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
 import { AppError, PayloadTooLargeError, notFound, unreadableFile, validationError } from '../errors.js'
 import { inTransaction } from '../transaction.js'
+import { keyed, ONE_TRANSACTION } from '../idempotency/keyed-call.js'
 import { parseInput } from '../validation.js'
 import type { Db } from '../../db/database.js'
 import { newId } from '../../infra/ids.js'
@@ -101,7 +102,7 @@ export function createPassports (deps: CoreDeps) {
     },
 
     /** A skill name is unique per passport, case-insensitively (409 / ALREADY_EXISTS). */
-    async addSkill (actor: Actor, input: unknown): Promise<Skill> {
+    addSkill: keyed(deps, async (actor: Actor, input: unknown): Promise<Skill> => {
       const { name, level } = parseInput(AddSkillInput, input)
       const trimmed = name.trim()
       try {
@@ -117,7 +118,7 @@ export function createPassports (deps: CoreDeps) {
         if (repo.isUniqueViolation(error, SKILL_CONSTRAINT)) throw new AppError('conflict', `The passport already has the skill "${trimmed}".`)
         throw error
       }
-    },
+    }, ONE_TRANSACTION),
 
     async removeSkill (actor: Actor, input: unknown): Promise<void> {
       const { skillId } = parseInput(SkillIdParams, input)
@@ -129,7 +130,7 @@ export function createPassports (deps: CoreDeps) {
       })
     },
 
-    async addExperience (actor: Actor, input: unknown): Promise<Experience> {
+    addExperience: keyed(deps, async (actor: Actor, input: unknown): Promise<Experience> => {
       const entry = parseInput(AddExperienceInput, input)
       checkDates(entry.startDate, entry.endDate ?? null)
       return await inTransaction(deps, async ({ trx }) => {
@@ -142,7 +143,7 @@ export function createPassports (deps: CoreDeps) {
         await repo.touchPassport(trx, actor.userId, now)
         return toExperience(row)
       })
-    },
+    }, ONE_TRANSACTION),
 
     /** Any of the fields; `endDate: ""` makes the position current again. Dates are checked as they end up. */
     async updateExperience (actor: Actor, input: unknown): Promise<Experience> {
@@ -188,7 +189,7 @@ export function createPassports (deps: CoreDeps) {
      * start date are added, each up to the passport's bounds (what would pass them is left out);
      * a headline is taken only when the passport has none. Answers the passport.
      */
-    async importCv (actor: Actor, file: CvFile): Promise<Passport> {
+    importCv: keyed(deps, async (actor: Actor, file: CvFile): Promise<Passport> => {
       const found = await preview(file)
       await inTransaction(deps, async ({ trx }) => {
         const now = clock.now()
@@ -214,7 +215,7 @@ export function createPassports (deps: CoreDeps) {
         await repo.updatePassportRow(trx, actor.userId, headline, now)
       })
       return await own(actor.userId)
-    }
+    })
   }
 }
 

@@ -5,6 +5,7 @@ import type { CoreDeps } from '../deps.js'
 import { validationError } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { inTransaction } from '../transaction.js'
+import { keyed, ONE_TRANSACTION } from '../idempotency/keyed-call.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import { loadVisibleRoom, requireRoomCreator } from './room-access.js'
@@ -35,7 +36,7 @@ export function createRooms (deps: CoreDeps) {
       return toRoom(await loadVisibleRoom(db, actor, roomId))
     },
 
-    async create (actor: Actor, input: unknown): Promise<Room> {
+    create: keyed(deps, async (actor: Actor, input: unknown): Promise<Room> => {
       const { name, description, isPublic } = parseInput(CreateRoomInput, input)
       const now = clock.now()
       return await inTransaction(deps, async ({ trx, publish }) => {
@@ -44,7 +45,7 @@ export function createRooms (deps: CoreDeps) {
         publish('room:created', room, { audience: { kind: 'room', roomId: room.id }, userId: actor.userId })
         return room
       })
-    },
+    }, ONE_TRANSACTION),
 
     /** Creator only. Switching to private ends every membership but the creator's. */
     async update (actor: Actor, input: unknown): Promise<Room> {

@@ -6,9 +6,9 @@ import type { PageWindow } from '../pagination.js'
 
 export type MessageRow = Selectable<MessagesTable>
 
-export async function insertMessage (db: Db, message: { id: string, userId: string, kind: string, title: string, body: string, actionId: string | null, now: Date }): Promise<MessageRow> {
+export async function insertMessage (db: Db, message: { id: string, userId: string, kind: string, title: string, body: string, actionId: string | null, link: string | null, now: Date }): Promise<MessageRow> {
   return await db.insertInto('messages').values({
-    id: message.id, user_id: message.userId, kind: message.kind, title: message.title, body: message.body, action_id: message.actionId, created_at: message.now
+    id: message.id, user_id: message.userId, kind: message.kind, title: message.title, body: message.body, action_id: message.actionId, link: message.link, created_at: message.now
   }).returningAll().executeTakeFirstOrThrow()
 }
 

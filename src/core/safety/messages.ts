@@ -1,6 +1,7 @@
-// The users' inboxes (DECISIONS §11): service notices — moderation outcomes, appeal decisions — each
-// announced by `message:created` on the user's own streams.
+// The users' inboxes (DECISIONS §11): service notices — moderation outcomes, appeal decisions, office
+// invitations — each announced by `message:created` on the user's own streams.
 import type { Actor } from '../actor.js'
+import type { Db } from '../../db/database.js'
 import type { CoreDeps } from '../deps.js'
 import { notFound } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
@@ -16,14 +17,21 @@ export interface NewMessage {
   title: string
   body: string
   actionId?: string
+  /** Where to act on it; stored as written, so never a secret. */
+  link?: string
 }
 
 /** Writes a message into the user's inbox inside the caller's transaction; the event goes with the commit. */
 export async function sendMessage (tx: Transaction, now: Date, message: NewMessage): Promise<Message> {
-  const row = await repo.insertMessage(tx.trx, { id: newId('msg'), userId: message.userId, kind: message.kind, title: message.title, body: message.body, actionId: message.actionId ?? null, now })
+  const row = await repo.insertMessage(tx.trx, { id: newId('msg'), userId: message.userId, kind: message.kind, title: message.title, body: message.body, actionId: message.actionId ?? null, link: message.link ?? null, now })
   const created = toMessage(row)
   tx.publish('message:created', created, { audience: { kind: 'users', userIds: [message.userId] } })
   return created
+}
+
+/** Takes back a message whose cause was undone after its commit (an invitation whose mail failed). */
+export async function withdrawMessage (db: Db, userId: string, messageId: string): Promise<void> {
+  await repo.deleteMessage(db, userId, messageId)
 }
 
 export function createMessages (deps: CoreDeps) {

@@ -7,6 +7,7 @@ import { AppError, notFound } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { loadVisibleRoom, requireRoomCreator } from '../rooms/room-access.js'
 import { inTransaction } from '../transaction.js'
+import { keyed, ONE_TRANSACTION } from '../idempotency/keyed-call.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import { activeMotd } from './motd.repository.js'
@@ -36,7 +37,7 @@ export function createSafety (deps: CoreDeps) {
     reports: {
       /** A report on something the reporter can see (else not_found, never revealing it); one open
        *  per reporter and target (conflict). It carries the classifier's labels of the target's text. */
-      async create (actor: Actor, input: unknown): Promise<Report> {
+      create: keyed(deps, async (actor: Actor, input: unknown): Promise<Report> => {
         const { targetType, targetId, reason, details } = parseInput(CreateReportInput, input)
         const target = await visibleTarget(db, actor, targetType, targetId)
         // On the compute pool: the classifier takes tens of milliseconds on a long text, which the
@@ -48,7 +49,7 @@ export function createSafety (deps: CoreDeps) {
           if (repo.isUniqueViolation(error)) throw new AppError('conflict', 'You already have an open report on this target.')
           throw error
         }
-      },
+      }),
 
       /** The caller's own reports with their status and outcome, newest first. */
       async list (actor: Actor, input: unknown): Promise<Page<Report>> {
@@ -61,7 +62,7 @@ export function createSafety (deps: CoreDeps) {
     appeals: {
       /** By the user the action was taken against (anyone else: not_found), once (conflict), within
        *  APPEAL_WINDOW_DAYS days (precondition, saying so). */
-      async create (actor: Actor, input: unknown): Promise<Appeal> {
+      create: keyed(deps, async (actor: Actor, input: unknown): Promise<Appeal> => {
         const { actionId, text } = parseInput(CreateAppealInput, input)
         const action = await repo.findAction(db, actionId)
         if (action === undefined || action.user_id !== actor.userId) throw notFound('Action')
@@ -77,7 +78,7 @@ export function createSafety (deps: CoreDeps) {
           if (repo.isUniqueViolation(error)) throw new AppError('conflict', 'This action has already been appealed; an action can be appealed once.')
           throw error
         }
-      },
+      }),
 
       async list (actor: Actor, input: unknown): Promise<Page<Appeal>> {
         const window = pageWindow(parseInput(OwnListQuery, input))
@@ -110,7 +111,7 @@ export function createSafety (deps: CoreDeps) {
 
       /** By the room's creator (others: forbidden; a room they cannot see: not_found), with
        *  settings valid against the widget's schema (validation naming `settings.<field>`). */
-      async install (actor: Actor, input: unknown): Promise<WidgetInstallation> {
+      install: keyed(deps, async (actor: Actor, input: unknown): Promise<WidgetInstallation> => {
         const { roomId, widgetId, settings } = parseInput(InstallWidgetInput, input)
         return await inTransaction(deps, async ({ trx, publish }) => {
           requireRoomCreator(await loadVisibleRoom(trx, actor, roomId, 'update'), actor, 'install widgets in')
@@ -124,7 +125,7 @@ export function createSafety (deps: CoreDeps) {
           publish('widget:installed', installed, { audience: { kind: 'room', roomId }, userId: actor.userId })
           return installed
         })
-      },
+      }, ONE_TRANSACTION),
 
       async update (actor: Actor, input: unknown): Promise<WidgetInstallation> {
         const { roomId, installationId, settings } = parseInput(UpdateInstallationInput, input)

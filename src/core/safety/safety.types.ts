@@ -6,6 +6,7 @@ import type {
   AppealsTable, AppealStatus, MessagesTable, ModerationActionKind, ModerationActionsTable, MotdSeverity, MotdTable,
   ReportReason, ReportsTable, ReportStatus, ReportTargetType, RoomWidgetsTable, WidgetsTable
 } from '../../db/schema.js'
+import { MAX_JSON_DEPTH } from '../json-depth.js'
 import { PageFields } from '../pagination.js'
 
 export type { AppealStatus, ModerationActionKind, MotdSeverity, ReportReason, ReportStatus, ReportTargetType }
@@ -75,6 +76,8 @@ export interface Message {
   createdAt: string
   readAt: string | null
   actionId?: string
+  /** Where to act on it: an office invitation's accept page (`…/invites/accept?inviteId=…`). */
+  link?: string
 }
 
 export interface Motd {
@@ -142,7 +145,8 @@ export const ClassifyInput = Type.Object({
   text: Type.String({ maxLength: CLASSIFY_TEXT_MAX, errorMessage: `must be a string of at most ${CLASSIFY_TEXT_MAX} characters` })
 }, { additionalProperties: false })
 
-const Settings = Type.Record(Type.String(), Type.Unknown(), { errorMessage: 'must be an object' })
+// Free-form JSON (DECISIONS §17): `maxDepth` is checked by src/core/validation.ts before anything walks it.
+const Settings = Type.Record(Type.String(), Type.Unknown(), { errorMessage: 'must be an object', maxDepth: MAX_JSON_DEPTH })
 
 export const WidgetRoomParams = Type.Object({ roomId: Id('room') })
 export const InstallationParams = Type.Object({ roomId: Id('room'), installationId: Id('installation') })
@@ -175,7 +179,7 @@ export const UpdateMotdInput = Type.Object({
 
 const WidgetName = Type.String({ minLength: 1, maxLength: WIDGET_NAME_MAX, pattern: '\\S', errorMessage: `must be a string of 1 to ${WIDGET_NAME_MAX} characters, not only spaces` })
 const WidgetDescription = Type.String({ maxLength: WIDGET_DESCRIPTION_MAX, errorMessage: `must be a string of at most ${WIDGET_DESCRIPTION_MAX} characters` })
-const SettingsSchema = Type.Record(Type.String(), Type.Unknown(), { errorMessage: 'must be a JSON Schema object' })
+const SettingsSchema = Type.Record(Type.String(), Type.Unknown(), { errorMessage: 'must be a JSON Schema object', maxDepth: MAX_JSON_DEPTH })
 export const CreateWidgetInput = Type.Object({ name: WidgetName, description: Type.Optional(WidgetDescription), settingsSchema: SettingsSchema }, { additionalProperties: false })
 export const UpdateWidgetInput = Type.Object({ name: Type.Optional(WidgetName), description: Type.Optional(WidgetDescription), settingsSchema: Type.Optional(SettingsSchema) }, { additionalProperties: false })
 
@@ -235,7 +239,8 @@ export function toMessage (row: Selectable<MessagesTable>): Message {
     body: row.body,
     createdAt: iso(row.created_at),
     readAt: row.read_at === null ? null : iso(row.read_at),
-    ...(row.action_id === null ? {} : { actionId: row.action_id })
+    ...(row.action_id === null ? {} : { actionId: row.action_id }),
+    ...(row.link === null ? {} : { link: row.link })
   }
 }
 

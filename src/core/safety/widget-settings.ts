@@ -2,24 +2,42 @@
 // Schema validator of the service for these (TypeBox validates our own inputs; a widget's schema is
 // data an admin wrote). Ajv compiles a schema to a function once; compiled validators are kept per
 // schema text, so a busy room's installations do not recompile.
+//
+// Each schema is compiled by an Ajv of its own (issue 38 item 6): an Ajv instance keeps a registry
+// of every `$id` it has seen, so on a shared one two widgets whose schemas share an `$id` collide
+// ("schema with key or id already exists"), one schema could `$ref` another widget's, and evicting a
+// validator from our cache left its `$id` registered, so compiling it again failed. A schema's
+// instance lives exactly as long as its cached validator: evicting one forgets everything it named.
+import { createHash } from 'node:crypto'
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import { AppError, validationError, type FieldViolation } from '../errors.js'
 import { WIDGET_JSON_MAX_BYTES } from './safety.types.js'
 
 // strict: a schema with an unknown keyword or a contradiction is refused when the admin writes it,
 // not discovered when a room creator's settings fail for no visible reason.
-const ajv = new Ajv({ allErrors: true, strict: true })
+const OPTIONS = { allErrors: true, strict: true } as const
+/**
+ * Checks schemas against the JSON Schema meta-schema, which it compiles once; it never compiles or
+ * registers a widget's schema, so its registry holds the meta-schemas only. The per-schema
+ * instances skip that check (compiling the meta-schema in each would cost more than the schema).
+ */
+const metaSchemaChecker = new Ajv(OPTIONS)
+
+/** Validators kept, least recently used evicted first: a bound on memory whatever the catalogue holds. */
+export const WIDGET_VALIDATORS_CACHED = 256
 const compiled = new Map<string, ValidateFunction>()
-const MAX_COMPILED = 1000
 
 function validatorFor (schema: Record<string, unknown>): ValidateFunction {
-  const key = JSON.stringify(schema)
+  const key = createHash('sha256').update(JSON.stringify(schema)).digest('base64url')
   let validate = compiled.get(key)
-  if (validate === undefined) {
-    validate = ajv.compile(schema)
-    if (compiled.size >= MAX_COMPILED) compiled.clear()
-    compiled.set(key, validate)
+  if (validate !== undefined) {
+    compiled.delete(key) // re-inserted below: the Map's order is the recency order
+  } else {
+    if (!metaSchemaChecker.validateSchema(schema)) throw new Error(`schema is invalid: ${metaSchemaChecker.errorsText(metaSchemaChecker.errors)}`)
+    validate = new Ajv({ ...OPTIONS, validateSchema: false }).compile(schema)
+    if (compiled.size >= WIDGET_VALIDATORS_CACHED) compiled.delete(compiled.keys().next().value as string)
   }
+  compiled.set(key, validate)
   return validate
 }
 

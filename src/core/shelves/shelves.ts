@@ -18,6 +18,7 @@ import type { CoreDeps } from '../deps.js'
 import { AppError, forbidden, notFound, validationError } from '../errors.js'
 import { pageWindow, paginationOf, type Page } from '../pagination.js'
 import { inTransaction, type Transaction } from '../transaction.js'
+import { keyed, ONE_TRANSACTION } from '../idempotency/keyed-call.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import { checkedLinkUrl } from './link-url.js'
@@ -101,7 +102,7 @@ export function createShelves (deps: CoreDeps) {
       return { ...toShelfSummary(row, links.length), links }
     },
 
-    async create (actor: Actor, input: unknown): Promise<Shelf> {
+    create: keyed(deps, async (actor: Actor, input: unknown): Promise<Shelf> => {
       const { name, description, isPublic } = parseInput(CreateShelfInput, input)
       return await inTransaction(deps, async ({ trx, publish }) => {
         await repo.lockShelfCreation(trx, actor.userId)
@@ -111,7 +112,7 @@ export function createShelves (deps: CoreDeps) {
         publish('shelf:created', shelf, ownersOnly(actor.userId))
         return shelf
       })
-    },
+    }, ONE_TRANSACTION),
 
     /** Name, description, visibility; answers the shelf with its links. */
     async update (actor: Actor, input: unknown): Promise<Shelf> {
@@ -140,7 +141,7 @@ export function createShelves (deps: CoreDeps) {
     },
 
     /** Adds a link after `afterLinkId`, or last. The 501st is refused. */
-    async addLink (actor: Actor, input: unknown): Promise<Link> {
+    addLink: keyed(deps, async (actor: Actor, input: unknown): Promise<Link> => {
       const parsed = parseInput(AddLinkInput, input)
       const url = checkedLinkUrl(parsed.url)
       return await inTransaction(deps, async ({ trx, publish }) => {
@@ -159,7 +160,7 @@ export function createShelves (deps: CoreDeps) {
         publish('shelf:link-added', { shelfId, link }, ownersOnly(actor.userId))
         return link
       })
-    },
+    }, ONE_TRANSACTION),
 
     async removeLink (actor: Actor, input: unknown): Promise<void> {
       const { shelfId, linkId } = parseInput(LinkParams, input)

@@ -10,6 +10,7 @@ import { moveTile } from '../canvas/tile-move.js'
 import { MAX_TILES_PER_ROOM, TILE_LIMIT_MESSAGE } from '../canvas/tile-limit.js'
 import type { PositionResult } from '../canvas/canvas.types.js'
 import { inTransaction } from '../transaction.js'
+import { keyed, ONE_TRANSACTION } from '../idempotency/keyed-call.js'
 import { parseInput } from '../validation.js'
 import { newId } from '../../infra/ids.js'
 import type { Db } from '../../db/database.js'
@@ -48,7 +49,7 @@ export function createSparks (deps: CoreDeps) {
      * Any signed-in user who can see the room, while it holds fewer than MAX_TILES_PER_ROOM sparks
      * (then `limit_reached`). The position is stored as given (moves snap).
      */
-    async create (actor: Actor, input: unknown): Promise<Spark> {
+    create: keyed(deps, async (actor: Actor, input: unknown): Promise<Spark> => {
       const { title, content, roomId, x, y } = parseInput(CreateSparkInput, input)
       const now = clock.now()
       return await inTransaction(deps, async ({ trx, publish }) => {
@@ -61,7 +62,7 @@ export function createSparks (deps: CoreDeps) {
         publish('spark:created', spark, { audience: { kind: 'room', roomId, sparkId: spark.id }, userId: actor.userId })
         return spark
       })
-    },
+    }, ONE_TRANSACTION),
 
     /**
      * Title/content, by the spark's creator or the room's creator. With `expectedVersion` the edit

@@ -10,10 +10,13 @@
 // addUploadBytes), so racing uploads cannot pass it together; a refused one leaves nothing. Storage
 // is never called inside a transaction: bytes go before the row is written and after it is removed,
 // and bytes whose row never came or whose removal failed are swept later (upload-sweep.ts).
+import { createHash, type Hash } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import type { Actor } from '../actor.js'
 import type { CoreDeps } from '../deps.js'
-import { AppError, notFound, validationError } from '../errors.js'
+import { AppError, notFound, PayloadTooLargeError, validationError } from '../errors.js'
+import { fingerprintOf, ONE_TRANSACTION, pendingCall, runKeyed, type KeyedCall } from '../idempotency/keyed-call.js'
+import { IN_FLIGHT_RETRY_AFTER_S } from '../idempotency/idempotency.types.js'
 import { StorageFullError } from '../../infra/storage.js'
 import { inTransaction } from '../transaction.js'
 import { parseInput } from '../validation.js'
@@ -97,7 +100,7 @@ export function createUploads (deps: CoreDeps, options: UploadsOptions) {
    * but not yet recorded, for a transport that has more of its request to read before it may answer
    * (a multipart form's later parts); `store` is this plus `commit`.
    */
-  async function receive (actor: Actor, input: StoreInput): Promise<ReceivedUpload> {
+  async function receivePlain (actor: Actor, input: StoreInput, digest?: Hash): Promise<ReceivedUpload> {
     if (!UPLOAD_KINDS.includes(input.kind)) throw validationError('kind', `must be one of: ${UPLOAD_KINDS.join(', ')}`)
     const { kind } = input
     const filename = sanitiseFilename(input.file.filename)
@@ -127,6 +130,8 @@ export function createUploads (deps: CoreDeps, options: UploadsOptions) {
     source.on('error', onSourceError)
     source.on('close', onSourceClose)
     source.pipe(gate)
+    // The bytes are hashed as they stream, for the request's fingerprint (a keyed upload).
+    if (digest !== undefined) source.on('data', (chunk: Buffer) => { digest.update(chunk) })
     receiving++
     try {
       const mimeType = await gate.typed
@@ -174,6 +179,53 @@ export function createUploads (deps: CoreDeps, options: UploadsOptions) {
       source.off('error', onSourceError)
       source.off('close', onSourceClose)
     }
+  }
+
+  /**
+   * An upload with an Idempotency-Key (src/core/idempotency/keyed-call.ts): its fingerprint is its
+   * kind, its name and its bytes, hashed as they stream. The first with its key stores the file and
+   * keeps the upload in the commit's transaction; a retry only hashes its bytes (nothing stored) and,
+   * once they are all in, gets the first upload again — or 422 for another file, or 409 while the
+   * first is still arriving.
+   */
+  async function receiveKeyed (call: KeyedCall, actor: Actor, input: StoreInput): Promise<ReceivedUpload> {
+    if (!UPLOAD_KINDS.includes(input.kind)) throw validationError('kind', `must be one of: ${UPLOAD_KINDS.join(', ')}`)
+    const digest = createHash('sha256')
+    const fingerprint = (): string => fingerprintOf(call.scope, { kind: input.kind, filename: input.file.filename ?? null }, digest.digest('base64url'))
+    if (call.state === 'held') {
+      await hashWhole(input, digest)
+      return {
+        // Its bytes are not kept: were the first run gone meanwhile, this one cannot run in its place.
+        commit: async () => await runKeyed(deps, call, fingerprint(), {}, async () => { throw new AppError('aborted', 'The first upload with this Idempotency-Key failed; send the file again.', [], IN_FLIGHT_RETRY_AFTER_S) }),
+        discard: async () => {}
+      }
+    }
+    const received = await receivePlain(actor, input, digest)
+    return {
+      commit: async () => await runKeyed(deps, call, fingerprint(), ONE_TRANSACTION, received.commit).finally(received.discard),
+      discard: received.discard
+    }
+  }
+
+  /** A retry's file, read to its end and hashed, within its kind's limit. */
+  async function hashWhole (input: StoreInput, digest: Hash): Promise<void> {
+    const limit = UPLOAD_LIMITS[input.kind]
+    let size = 0
+    try {
+      for await (const chunk of input.file.stream as AsyncIterable<Buffer>) {
+        size += chunk.length
+        if (size > limit) throw new PayloadTooLargeError('file', `must be at most ${mebibytes(limit)}`)
+        digest.update(chunk)
+      }
+    } catch (error) {
+      if (error instanceof AppError) throw error
+      throw validationError('file', `did not arrive whole: ${(error as Error).message}`)
+    }
+  }
+
+  async function receive (actor: Actor, input: StoreInput): Promise<ReceivedUpload> {
+    const call = pendingCall()
+    return call === undefined ? await receivePlain(actor, input) : await receiveKeyed(call, actor, input)
   }
 
   return {
