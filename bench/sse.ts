@@ -17,13 +17,10 @@
 //          (DATABASE_URL / REDIS_URL select Postgres / Redis; the stream caps of 5 per user and 20 per
 //          address hold, so streams are spread over users and X-Forwarded-For addresses; the service
 //          logs at `info` unless LOG_LEVEL says otherwise).
-import { spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import type { ChildProcess } from 'node:child_process'
 import pg from 'pg'
-import { buildDist, processCpuSeconds, reapOnExit } from './harness.js'
+import { buildDist, processCpuSeconds } from './harness.js'
+import { ask, clientIp, fixed, line, listening, measure, now, openAll, signInMany, sleep, spawnScript, startNginx, startService } from './live-cluster.js'
 
 const option = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -49,179 +46,10 @@ const runs = (name: string): boolean => SCENARIOS.size === 0 || SCENARIOS.has(na
 const STREAMS_PER_USER = 5
 const STREAMS_PER_IP = 20
 
-const now = (): number => performance.timeOrigin + performance.now()
-const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
-const fixed = (n: number): string => Number.isFinite(n) ? n.toFixed(1).padStart(7) : '    n/a'
-
-function spawnScript (file: string, env: Record<string, string | undefined> = {}, flags: string[] = []): ChildProcess {
-  return reapOnExit(spawn(process.execPath, [...flags, '--import=tsx', join(import.meta.dirname, file)], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc']
-  }))
-}
-
-/** The URL a child prints as `listening <url>`; what it writes after that (the service's log) is read and dropped. */
-async function listening (child: ChildProcess): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    let out = ''
-    const onData = (chunk: Buffer): void => {
-      out += chunk.toString()
-      const match = /(?:^|\n)listening (http\S+)/.exec(out)
-      if (match?.[1] === undefined) return
-      child.stdout?.off('data', onData)
-      child.stdout?.resume()
-      resolve(match[1])
-    }
-    child.stdout?.on('data', onData)
-    child.once('exit', (code) => { reject(new Error(`exited with ${String(code)}`)) })
-  })
-}
-
-/** One request at a time to the subscriber child. */
-async function ask<T> (child: ChildProcess, message: object): Promise<T> {
-  const reply = new Promise<T>((resolve) => { child.once('message', (m) => { resolve(m as T) }) })
-  child.send(message)
-  return await reply
-}
-
-interface Service { url: string, dataDir: string, child: ChildProcess, stop (): Promise<void> }
-
-/** A service instance in its own process (bench/sse-serve.ts), sharing DATABASE_URL / REDIS_URL from the environment. */
-async function startService (env: Record<string, string>): Promise<Service> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-sse-'))
-  const child = spawnScript('sse-serve.ts', { NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret-bench-secret-0123', DATA_DIR: dataDir, ...env }, ['--expose-gc'])
-  const url = await listening(child)
-  return {
-    url,
-    dataDir,
-    child,
-    stop: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGTERM')
-      await exited
-    }
-  }
-}
-
 /** Resident size of a target (the service, or the raw broadcaster) after full collections, and the part of it that is V8's heap and external memory, in KB. */
 async function memoryAfterGcKb (child: ChildProcess): Promise<{ rss: number, heap: number }> {
   const { rss, heap } = await ask<{ rss: number, heap: number }>(child, { cmd: 'rss' })
   return { rss: rss / 1024, heap: heap / 1024 }
-}
-
-const clientIp = (group: number): string => `10.${(group >> 16) & 255}.${(group >> 8) & 255}.${group & 255}`
-
-/** Signs `count` users in through the mailed-link flow (the outbox of `target`); returns their session cookies. */
-async function signInMany (target: Service, count: number, label: string): Promise<string[]> {
-  const outbox = join(target.dataDir, 'outbox')
-  const seen = new Set<string>()
-  const tokens = new Map<string, string>()
-  const tokenFor = (email: string): string | undefined => {
-    for (const file of readdirSync(outbox)) {
-      if (seen.has(file)) continue
-      try {
-        const mail = JSON.parse(readFileSync(join(outbox, file), 'utf8')) as { to: string, text: string }
-        const token = /token=([A-Za-z0-9_-]+)/.exec(mail.text)?.[1]
-        if (token !== undefined) tokens.set(mail.to, token)
-        seen.add(file)
-      } catch {
-        // still being written; read it next time
-      }
-    }
-    return tokens.get(email)
-  }
-  const cookies: string[] = new Array<string>(count)
-  let next = 0
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < count) {
-      const i = next++
-      const email = `${label}-${i}@bench.test`
-      const headers = { 'content-type': 'application/json', 'x-forwarded-for': clientIp(60_000 + i) }
-      const requested = await fetch(`${target.url}/api/auth/request-login`, { method: 'POST', headers, body: JSON.stringify({ email }) })
-      if (!requested.ok) throw new Error(`request-login: ${requested.status}`)
-      const token = tokenFor(email)
-      const authorized = await fetch(`${target.url}/api/auth/authorize?token=${token ?? ''}`, { redirect: 'manual', headers })
-      const cookie = /app_session=([^;]+)/.exec(authorized.headers.get('set-cookie') ?? '')?.[1]
-      if (cookie === undefined) throw new Error(`authorize: ${authorized.status}`)
-      cookies[i] = cookie
-    }
-  }))
-  return cookies
-}
-
-/** A write's outcome: false when it failed, else true or the instance that took it (behind a load balancer). */
-type Write = (seq: number) => Promise<boolean | string>
-interface Drive { acks: Array<[number, number, string?]>, failures: number, failedWith: Map<string, number>, achievedRate: number }
-let nextSeq = 1
-
-/** Issues `rate × seconds` writes on schedule (open loop), recording each acknowledgement time (and writer). */
-async function drive (rate: number, seconds: number, write: Write): Promise<Drive> {
-  const acks: Array<[number, number, string?]> = []
-  const pending: Array<Promise<void>> = []
-  let failures = 0
-  const failedWith = new Map<string, number>()
-  const failed = (why: string): void => {
-    failures++
-    failedWith.set(why, (failedWith.get(why) ?? 0) + 1)
-  }
-  const total = Math.round(rate * seconds)
-  const start = now()
-  for (let i = 0; i < total; i++) {
-    const wait = start + i * 1000 / rate - now()
-    if (wait >= 1) await sleep(wait)
-    const seq = nextSeq++
-    pending.push(write(seq).then((ok) => {
-      if (ok === false) failed('refused')
-      else acks.push(typeof ok === 'string' ? [seq, now(), ok] : [seq, now()])
-    }, (error: unknown) => { failed(error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error)) }))
-  }
-  await Promise.all(pending)
-  return { acks, failures, failedWith, achievedRate: total / ((now() - start) / 1000) }
-}
-
-interface Summary { n: number, p50: number, p99: number, max: number }
-interface Report { received: number, p50: number, p99: number, max: number, duplicates: number, same: Summary, cross: Summary }
-
-/** Waits until every expected message arrived, or none arrived for 3 s (those are counted as lost). */
-async function settle (subscribers: ChildProcess, expected: number): Promise<void> {
-  let last = -1
-  let still = now()
-  for (;;) {
-    const { received } = await ask<{ received: number }>(subscribers, { cmd: 'received' })
-    if (received >= expected) return
-    if (received !== last) {
-      last = received
-      still = now()
-    } else if (now() - still > 3_000) {
-      return
-    }
-    await sleep(100)
-  }
-}
-
-async function measure (subscribers: ChildProcess, connections: number, rate: number, seconds: number, write: Write): Promise<Report & Drive & { expected: number }> {
-  // Warm-up (JIT, keep-alive connections), not counted.
-  const warm = await drive(rate, Math.min(1, seconds), write)
-  await settle(subscribers, warm.acks.length * connections)
-  await ask<Report>(subscribers, { cmd: 'report', acks: warm.acks })
-  const driven = await drive(rate, seconds, write)
-  await settle(subscribers, driven.acks.length * connections)
-  const report = await ask<Report>(subscribers, { cmd: 'report', acks: driven.acks })
-  return { ...driven, ...report, expected: driven.acks.length * connections }
-}
-
-function line (label: string, r: Report & Drive & { expected: number }): string {
-  const lost = r.expected - r.received
-  return `  ${label.padEnd(34)} p50 ${fixed(r.p50)} ms   p99 ${fixed(r.p99)} ms   max ${fixed(r.max)} ms   ` +
-    `delivered ${r.received}/${r.expected}${lost === 0 ? '' : ` (LOST ${lost})`}${r.duplicates === 0 ? '' : ` DUPLICATED ${r.duplicates}`}   ` +
-    `writes ${r.acks.length} at ${r.achievedRate.toFixed(0)}/s${r.failures > 0 ? ` (${r.failures} failed: ${[...r.failedWith].map(([why, n]) => `${why} ×${n}`).join(', ')})` : ''}`
-}
-
-/** Opens every stream (all must succeed); answers how many each instance behind a load balancer got. */
-async function openAll (subscribers: ChildProcess, targets: Array<{ url: string, headers: Record<string, string> }>): Promise<Record<string, number>> {
-  const result = await ask<{ opened: number, failed: number, statuses: Record<string, number>, upstreams: Record<string, number> }>(subscribers, { cmd: 'open', targets })
-  if (result.failed > 0) throw new Error(`could not open every stream: ${JSON.stringify(result.statuses)}`)
-  return result.upstreams
 }
 
 const database = process.env.DATABASE_URL === undefined ? 'PGlite (embedded)' : 'Postgres'
@@ -349,63 +177,6 @@ if (!runs('cross')) {
 }
 
 // 4. Several instances behind a real load balancer (nginx), on one Postgres and one Redis.
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => { resolve(typeof address === 'object' && address !== null ? address.port : 0) })
-    })
-  })
-}
-
-/** nginx in front of `upstreams` (host:port), round robin, unbuffered (SSE), as a process of this benchmark's own. */
-async function startNginx (upstreams: string[]): Promise<{ url: string, stop (): void }> {
-  const dir = mkdtempSync(join(tmpdir(), 'canvas-bench-nginx-'))
-  chmodSync(dir, 0o777) // its workers run as nobody
-  const port = await freePort()
-  writeFileSync(join(dir, 'nginx.conf'), `
-worker_processes 1;
-worker_rlimit_nofile 65536;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 60000; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream canvas {
-${upstreams.map((u) => `    server ${u};`).join('\n')}
-    keepalive 64;
-  }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://canvas;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_buffering off;
-      proxy_read_timeout 1h;
-      add_header X-Upstream $upstream_addr always;
-    }
-  }
-}
-`)
-  const child = reapOnExit(spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'inherit', 'inherit'] }))
-  const url = `http://127.0.0.1:${port}`
-  for (let attempt = 0; ; attempt++) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break
-    } catch {
-      if (attempt > 100) throw new Error(`nginx did not answer on ${url} (see ${dir}/error.log)`)
-      await sleep(100)
-    }
-  }
-  return { url, stop: () => { child.kill('SIGTERM') } }
-}
 
 /**
  * This database's counters in Postgres's statistics, the live channel's wake-ups heard by a listener

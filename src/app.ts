@@ -143,7 +143,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   if (metrics !== undefined) installRequestMetrics(ends, metrics)
 
   const database = options.database ?? await openDatabase(metrics === undefined ? config : { ...config, onQueryError: () => { metrics.queryError() } })
-  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl)
+  const redis = config.redis === undefined ? undefined : await connectRedis(config.redis)
   const plainStorage = await createStorage(config.storage, app.log)
   const storage = metrics === undefined && !tracingStarted()
     ? plainStorage

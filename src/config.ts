@@ -9,6 +9,7 @@ import type { HttpTimeouts } from './http/listener.js'
 import type { StorageConfig } from './infra/storage.js'
 import { packageVersion } from './infra/package-version.js'
 import { tracingConfigured } from './infra/tracing.js'
+import { parseRedisTarget, sentinelTarget, type RedisTarget } from './infra/redis-target.js'
 
 export type Expose = 'all' | 'public' | 'internal'
 export type NodeEnv = 'development' | 'production' | 'test'
@@ -23,7 +24,13 @@ export interface Config {
   /** The tables' owner, for `npm run migrate` only (the service never connects with it): set, the
    *  service's DATABASE_URL may name a role without ownership (src/db/service-role.ts). */
   readonly databaseOwnerUrl: string | undefined
+  /** The same database without a transaction pooler in between (DATABASE_DIRECT_URL, default
+   *  DATABASE_URL): what needs a session of its own (LISTEN, migrations) connects here. */
+  readonly databaseDirectUrl: string | undefined
+  /** REDIS_URL as given: `redis://`, `rediss://` or a Sentinel set `redis+sentinel://…`. */
   readonly redisUrl: string | undefined
+  /** Where the shared Redis is: REDIS_URL, or REDIS_SENTINELS + REDIS_SENTINEL_NAME (src/infra/redis.ts). */
+  readonly redis: RedisTarget | undefined
   /** Connections of the Postgres pool that serves requests (the live delivery has its own few). */
   readonly databasePoolSize: number
   /** Postgres ends a session of ours whose transaction sits idle this long (0: never): an open
@@ -305,6 +312,25 @@ function oidc (env: Env): OidcConfig | undefined {
   return { issuer, audience, jwksUrl, rolesClaim: rolesClaim ?? 'roles' }
 }
 
+/** REDIS_URL (one server, or a Sentinel set as `redis+sentinel://`), or REDIS_SENTINELS + REDIS_SENTINEL_NAME. */
+function redis (env: Env): RedisTarget | undefined {
+  const raw = text(env, 'REDIS_URL')
+  const sentinels = text(env, 'REDIS_SENTINELS')
+  const name = text(env, 'REDIS_SENTINEL_NAME')
+  if (raw !== undefined && (sentinels !== undefined || name !== undefined)) {
+    throw new ConfigError(sentinels !== undefined ? 'REDIS_SENTINELS' : 'REDIS_SENTINEL_NAME', 'set either REDIS_URL or REDIS_SENTINELS with REDIS_SENTINEL_NAME, not both')
+  }
+  try {
+    if (raw !== undefined) return parseRedisTarget(raw)
+    if (sentinels === undefined && name === undefined) return undefined
+    if (sentinels === undefined || name === undefined) throw new ConfigError(sentinels === undefined ? 'REDIS_SENTINELS' : 'REDIS_SENTINEL_NAME', 'REDIS_SENTINELS and REDIS_SENTINEL_NAME must be set together')
+    return sentinelTarget(sentinels, name)
+  } catch (error) {
+    if (error instanceof ConfigError) throw error
+    throw new ConfigError(raw !== undefined ? 'REDIS_URL' : 'REDIS_SENTINELS', error instanceof Error ? error.message : String(error))
+  }
+}
+
 /** Only beside DATABASE_URL: the embedded database has one role. */
 function databaseOwnerUrl (env: Env): string | undefined {
   const owner = url(env, 'DATABASE_OWNER_URL', ['postgres:', 'postgresql:'])
@@ -321,15 +347,22 @@ export function loadConfig (env: Env = process.env): Config {
   const computeThreads = integer(env, 'COMPUTE_THREADS', Math.max(1, availableParallelism() - 1), 1, 256)
   const dataDir = resolve(text(env, 'DATA_DIR') ?? './data')
   const appUrl = url(env, 'APP_URL', ['http:', 'https:']) ?? `http://localhost:${port}`
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'])
+  if (databaseUrl === undefined && text(env, 'DATABASE_DIRECT_URL') !== undefined) {
+    throw new ConfigError('DATABASE_DIRECT_URL', 'needs DATABASE_URL: it is the direct way to the same Postgres')
+  }
+  const redisTarget = redis(env)
   const config: Config = {
     nodeEnv,
     port,
     host: text(env, 'HOST') ?? '0.0.0.0',
     expose: oneOf<Expose>(env, 'EXPOSE', ['all', 'public', 'internal'], 'all'),
     dataDir,
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
     databaseOwnerUrl: databaseOwnerUrl(env),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    databaseDirectUrl: url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']) ?? databaseUrl,
+    redisUrl: redisTarget === undefined ? undefined : text(env, 'REDIS_URL'),
+    redis: redisTarget,
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1_000),
     databaseIdleInTransactionTimeoutMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 5_000, 0, 86_400_000),
     appUrl,

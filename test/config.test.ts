@@ -28,6 +28,23 @@ t.test('defaults', async (t) => {
   t.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8'), config.jwtSecret)
 })
 
+t.test('DATABASE_DIRECT_URL defaults to DATABASE_URL; Redis as one server or a Sentinel set, in either form', async (t) => {
+  const dir = dataDir()
+  t.equal(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://db/canvas' }).databaseDirectUrl, 'postgres://db/canvas')
+  t.match(loadConfig({ DATA_DIR: dir, DATABASE_URL: 'postgres://pooler:6432/canvas', DATABASE_DIRECT_URL: 'postgres://db:5432/canvas' }), { databaseUrl: 'postgres://pooler:6432/canvas', databaseDirectUrl: 'postgres://db:5432/canvas' })
+  t.same(loadConfig({ DATA_DIR: dir, REDIS_URL: 'redis://cache:6379/2' }).redis, { kind: 'server', url: 'redis://cache:6379/2' })
+  t.same(loadConfig({ DATA_DIR: dir, REDIS_URL: 'redis+sentinel://:s%40cret@s1:26379,[::1]:26380,s3/mymaster/3' }).redis, {
+    kind: 'sentinel',
+    sentinels: [{ host: 's1', port: 26379 }, { host: '::1', port: 26380 }, { host: 's3', port: 26379 }],
+    name: 'mymaster',
+    db: 3,
+    password: 's@cret'
+  })
+  t.same(loadConfig({ DATA_DIR: dir, REDIS_SENTINELS: 's1:26379, s2:26379', REDIS_SENTINEL_NAME: 'mymaster' }).redis, {
+    kind: 'sentinel', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }], name: 'mymaster', db: 0
+  })
+})
+
 t.test('a bad value names the variable', async (t) => {
   const cases: Array<[Record<string, string>, string]> = [
     [{ PORT: 'eighty' }, 'PORT'],
@@ -35,6 +52,16 @@ t.test('a bad value names the variable', async (t) => {
     [{ EXPOSE: 'everything' }, 'EXPOSE'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ REDIS_URL: 'not a url' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'http://redis:6379' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'redis+sentinel://a:26379,b:26379' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'redis+sentinel://a:99999/mymaster' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'redis+sentinel://a:26379/my master' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'redis://x', REDIS_SENTINELS: 'a:26379' }, 'REDIS_SENTINELS'],
+    [{ REDIS_SENTINELS: 'a:26379,b:26379' }, 'REDIS_SENTINEL_NAME'],
+    [{ REDIS_SENTINEL_NAME: 'mymaster' }, 'REDIS_SENTINELS'],
+    [{ REDIS_SENTINELS: ',', REDIS_SENTINEL_NAME: 'mymaster' }, 'REDIS_SENTINELS'],
+    [{ DATABASE_DIRECT_URL: 'postgres://db/canvas' }, 'DATABASE_DIRECT_URL'],
+    [{ DATABASE_URL: 'postgres://pooler/canvas', DATABASE_DIRECT_URL: 'redis://db' }, 'DATABASE_DIRECT_URL'],
     [{ APP_URL: 'ftp://x' }, 'APP_URL'],
     [{ RATE_LIMIT_MAX_REQUESTS: '-1' }, 'RATE_LIMIT_MAX_REQUESTS'],
     [{ RATE_LIMIT_WINDOW_MS: '1.5' }, 'RATE_LIMIT_WINDOW_MS'],

@@ -69,7 +69,8 @@ async function stallTests (): Promise<void> {
   })
 
   t.test('the service\'s sessions name themselves, and an idle transaction of its own is ended by Postgres', async (t) => {
-    const settings = await sql<{ name: string, timeout: string }>`select current_setting('application_name') as name, current_setting('idle_in_transaction_session_timeout') as timeout`.execute(s.app.deps.db)
+    // Set per transaction (`set local`), so it holds behind a transaction pooler too.
+    const settings = await s.app.deps.db.transaction().execute(async (trx) => await sql<{ name: string, timeout: string }>`select current_setting('application_name') as name, current_setting('idle_in_transaction_session_timeout') as timeout`.execute(trx))
     t.same(settings.rows, [{ name: 'canvas-api', timeout: '1500ms' }])
     const user = await signInPerson(s, 'own-idle')
     const opened = await openStream(s.url, { cookie: user.cookie, headers: { 'x-forwarded-for': uniqueClientIp() } })

@@ -1,5 +1,8 @@
 // Opens the database the configuration names: Postgres through `pg` when DATABASE_URL is set,
 // otherwise embedded PGlite in DATA_DIR. Both run the same migrations and queries.
+// DATABASE_URL may lead through a transaction pooler (PgBouncer, pool_mode = transaction): nothing
+// here relies on a session (no session SET, no named prepared statement, advisory locks only
+// transaction-scoped). Migrations run on the direct connection (DATABASE_DIRECT_URL).
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
@@ -32,6 +35,8 @@ export interface DatabaseHandle {
 
 export interface DatabaseOptions {
   databaseUrl: string | undefined
+  /** The same database without the pooler (migrations); default: databaseUrl. */
+  databaseDirectUrl?: string | undefined
   dataDir: string
   databasePoolSize?: number
   databaseIdleInTransactionTimeoutMs?: number
@@ -53,14 +58,28 @@ function queryLog (options: DatabaseOptions): Pick<KyselyConfig, 'log'> {
   }
 }
 
+/** Migrations on a connection of their own that bypasses the pooler, closed when they are done. */
+async function migrateDirectly (url: string): Promise<void> {
+  const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool: createPostgresPool({ connectionString: url, max: 1, applicationName: 'canvas-migrate' }) }) })
+  try {
+    await migrateOrVerify(db)
+  } finally {
+    await db.destroy()
+  }
+}
+
 export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
-    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10, idleInTransactionTimeoutMs: options.databaseIdleInTransactionTimeoutMs })
+    const pool = createPostgresPool({ connectionString: options.databaseUrl, max: options.databasePoolSize ?? 10 })
     const waits = new PoolWaits()
-    const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }, waits), ...queryLog(options) })
+    const db = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool, idleInTransactionTimeoutMs: options.databaseIdleInTransactionTimeoutMs ?? 0 }, waits), ...queryLog(options) })
     // As the tables' owner: migrate. As a service role without ownership: only check none is pending.
-    await migrateOrVerify(db)
-    const probe = createDatabaseProbe(options.databaseUrl)
+    // Either on the direct connection, bypassing a transaction pooler.
+    const direct = options.databaseDirectUrl ?? options.databaseUrl
+    if (direct === options.databaseUrl) await migrateOrVerify(db)
+    else await migrateDirectly(direct)
+    // /health measures Postgres itself, not a pooler's queue in front of it.
+    const probe = createDatabaseProbe(direct)
     return {
       db,
       kind: 'postgres',

@@ -7,7 +7,9 @@ import { grantServiceRole, roleOfUrl } from './service-role.js'
 import { sql } from 'kysely'
 
 const config = loadConfig()
-const handle = await openDatabase({ ...config, databaseUrl: config.databaseOwnerUrl ?? config.databaseUrl, databasePoolSize: 2 })
+// Migrations run on the direct connection (DATABASE_DIRECT_URL, bypassing a transaction pooler), or
+// as the owner when DATABASE_OWNER_URL names one.
+const handle = await openDatabase({ ...config, databaseUrl: config.databaseOwnerUrl ?? config.databaseUrl, databaseDirectUrl: config.databaseOwnerUrl ?? config.databaseDirectUrl, databasePoolSize: 2 })
 try {
   if (config.databaseOwnerUrl !== undefined && config.databaseUrl !== undefined) {
     const serviceRole = roleOfUrl(config.databaseUrl)

@@ -3,9 +3,12 @@
 // refused connection into DatabaseUnavailableError (which the core maps to `unavailable`), so every
 // operation of the core answers 503 / UNAVAILABLE during an outage without handling it itself. Other errors pass through unchanged.
 // Given PoolWaits, it also times every wait for a connection (what /health reports of the pool).
+// It also bounds how long a transaction of ours may sit idle, per transaction (`set local`), never per
+// session: behind a transaction pooler (PgBouncer, pool_mode = transaction) a session is shared by
+// every client, and PgBouncer refuses the startup parameter that would set it per session.
 import {
+  CompiledQuery,
   PostgresDialect,
-  type CompiledQuery,
   type DatabaseConnection,
   type Driver,
   type QueryCompiler,
@@ -48,7 +51,14 @@ function unwrap (connection: DatabaseConnection): DatabaseConnection {
 type CompileQuery = QueryCompiler['compileQuery']
 
 class OutageAwareDriver implements Driver {
-  constructor (private readonly inner: Driver, private readonly waits: PoolWaits | undefined) {}
+  /** Sent as one simple-protocol message, so the timeout costs no round trip of its own. */
+  private readonly begin: CompiledQuery | undefined
+
+  constructor (private readonly inner: Driver, private readonly idleInTransactionTimeoutMs: number | undefined, private readonly waits: PoolWaits | undefined) {
+    this.begin = idleInTransactionTimeoutMs === undefined || idleInTransactionTimeoutMs === 0
+      ? undefined
+      : CompiledQuery.raw(`begin; ${idleTimeoutStatement(idleInTransactionTimeoutMs)}`)
+  }
 
   async init (): Promise<void> {
     await translated(async () => { await this.inner.init() })
@@ -60,7 +70,18 @@ class OutageAwareDriver implements Driver {
   }
 
   async beginTransaction (connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    await translated(async () => { await this.inner.beginTransaction(unwrap(connection), settings) })
+    const own = unwrap(connection)
+    const begin = this.begin
+    await translated(async () => {
+      if (begin === undefined) {
+        await this.inner.beginTransaction(own, settings)
+      } else if (settings.isolationLevel === undefined && settings.accessMode === undefined) {
+        await own.executeQuery(begin)
+      } else {
+        await this.inner.beginTransaction(own, settings)
+        await own.executeQuery(CompiledQuery.raw(idleTimeoutStatement(this.idleInTransactionTimeoutMs ?? 0)))
+      }
+    })
   }
 
   async commitTransaction (connection: DatabaseConnection): Promise<void> {
@@ -92,15 +113,26 @@ class OutageAwareDriver implements Driver {
   }
 }
 
+function idleTimeoutStatement (ms: number): string {
+  return `set local idle_in_transaction_session_timeout = ${Math.trunc(ms)}`
+}
+
+export interface OutageAwarePostgresDialectConfig extends PostgresDialectConfig {
+  /** Postgres ends a session of ours whose transaction sits idle this long (0 or unset: never). */
+  idleInTransactionTimeoutMs?: number
+}
+
 export class OutageAwarePostgresDialect extends PostgresDialect {
+  private readonly idleInTransactionTimeoutMs: number | undefined
   private readonly waits: PoolWaits | undefined
 
-  constructor (config: PostgresDialectConfig, waits?: PoolWaits) {
+  constructor (config: OutageAwarePostgresDialectConfig, waits?: PoolWaits) {
     super(config)
+    this.idleInTransactionTimeoutMs = config.idleInTransactionTimeoutMs
     this.waits = waits
   }
 
   override createDriver (): Driver {
-    return new OutageAwareDriver(super.createDriver(), this.waits)
+    return new OutageAwareDriver(super.createDriver(), this.idleInTransactionTimeoutMs, this.waits)
   }
 }

@@ -17,8 +17,6 @@ export interface PostgresPoolOptions {
   connectionString: string
   max: number
   applicationName?: string
-  /** Postgres ends the session when its transaction sits idle this long (0 or unset: never). */
-  idleInTransactionTimeoutMs?: number
 }
 
 export function createPostgresPool (options: PostgresPoolOptions): pg.Pool {
@@ -26,11 +24,10 @@ export function createPostgresPool (options: PostgresPoolOptions): pg.Pool {
     connectionString: options.connectionString,
     max: options.max,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    application_name: options.applicationName ?? APPLICATION_NAME,
-    // None of our transactions waits on anything but the database (no network call, worker or timer
-    // inside one): a session idle in a transaction is a bug, and while it lasts it holds every
-    // instance's live events back. Postgres ends it; the request that owned it gets 503.
-    ...(options.idleInTransactionTimeoutMs === undefined || options.idleInTransactionTimeoutMs === 0 ? {} : { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs })
+    // The one startup parameter besides the user and database: PgBouncer (1.18) carries
+    // application_name to whichever server connection serves us and refuses any other (the idle
+    // transaction bound is therefore set per transaction, outage-dialect.ts).
+    application_name: options.applicationName ?? APPLICATION_NAME
   })
   // An idle client's connection died: the pool has already dropped it and opens a new one on demand.
   pool.on('error', () => {})

@@ -1,10 +1,12 @@
 // The database connections of the live stream. LISTEN: in-process on PGlite, one dedicated
-// connection on Postgres. Reads on the delivery path (loading logged events, resolving recipients,
-// session checks): on Postgres a small pool of their own, so a write pool saturated by requests never
-// holds deliveries back behind queued transactions; on PGlite the one embedded connection. Streams
-// catching up from the log (every client reconnecting at once after a restart) read on the same pool,
-// but at most READ_POOL_SIZE - 1 of their reads run at once: one connection is always left for live
-// delivery.
+// connection on Postgres — on DATABASE_DIRECT_URL, since a transaction pooler cannot keep a LISTEN.
+// Reads on the delivery path (loading logged events, resolving recipients, session checks): on
+// Postgres a small pool of their own, so a write pool saturated by requests never holds deliveries
+// back behind queued transactions; on PGlite the one embedded connection. Those reads need no
+// session (each is one statement reading its own snapshot), so they go through DATABASE_URL, pooler
+// or not. Streams catching up from the log (every client reconnecting at once after a restart) read
+// on the same pool, but at most READ_POOL_SIZE - 1 of their reads run at once: one connection is
+// always left for live delivery.
 import { Kysely, sql } from 'kysely'
 import pLimit from 'p-limit'
 import type { Config } from '../config.js'
@@ -38,10 +40,10 @@ export function liveConnectionsFor (database: DatabaseHandle, config: Config, lo
     }
   }
   if (config.databaseUrl === undefined) throw new Error('a Postgres database needs DATABASE_URL for its live connections')
-  const pool = createPostgresPool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, applicationName: 'canvas-live-reads', idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs })
-  const readDb = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool }) })
+  const pool = createPostgresPool({ connectionString: config.databaseUrl, max: READ_POOL_SIZE, applicationName: 'canvas-live-reads' })
+  const readDb = new Kysely<Database>({ dialect: new OutageAwarePostgresDialect({ pool, idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs }) })
   return {
-    listener: postgresListener(config.databaseUrl, log),
+    listener: postgresListener(config.databaseDirectUrl ?? config.databaseUrl, log),
     readDb,
     catchUpReads: limitedTo(READ_POOL_SIZE - 1),
     close: async () => { await readDb.destroy() }

@@ -8,6 +8,16 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Clock } from '../../src/infra/clock.js'
+import { startOwnPgBouncer } from './own-pgbouncer.js'
+
+/**
+ * TEST_PGBOUNCER=1 with DATABASE_URL: every app this process builds reaches that Postgres through a
+ * PgBouncer of the process's own (transaction pooling, 4 server connections), with
+ * DATABASE_DIRECT_URL at Postgres itself for what needs a session (CI runs a part of the suite so).
+ */
+const pooler = process.env.TEST_PGBOUNCER === '1' && process.env.DATABASE_URL !== undefined
+  ? await startOwnPgBouncer(process.env.DATABASE_URL, { poolSize: 4 })
+  : undefined
 
 export interface TestApp {
   app: FastifyInstance
@@ -18,10 +28,13 @@ export interface TestApp {
 }
 
 export function testEnv (overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  // A test that names its own database names its direct URL too (or has none).
+  const ownDatabase = 'DATABASE_URL' in overrides
   return {
     NODE_ENV: 'test',
     DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-test-')),
-    DATABASE_URL: process.env.DATABASE_URL,
+    DATABASE_URL: pooler?.url ?? process.env.DATABASE_URL,
+    DATABASE_DIRECT_URL: ownDatabase || pooler === undefined ? undefined : process.env.DATABASE_URL,
     REDIS_URL: process.env.REDIS_URL,
     JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',

@@ -29,22 +29,31 @@ export async function freePort (): Promise<number> {
 }
 
 async function launch (port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  return await launchRedisProcess('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], 'Ready to accept connections')
+}
+
+/** Starts `redis-server` or `redis-sentinel` with `args`; resolves once its output shows `ready`. */
+export async function launchRedisProcess (program: string, args: string[], ready: string): Promise<ChildProcess> {
+  const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   await new Promise<void>((resolve, reject) => {
     let out = ''
-    const timer = setTimeout(() => { reject(new Error(`redis-server on ${port} did not start: ${out}`)) }, 10_000)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL') // never left running behind a failed start
+      reject(new Error(`${program} ${args.join(' ')} did not start: ${out}`))
+    }, 10_000)
     child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString()
-      if (out.includes('Ready to accept connections')) { clearTimeout(timer); resolve() }
+      out = (out + chunk.toString()).slice(-8_000)
+      if (out.includes(ready)) { clearTimeout(timer); resolve() }
     })
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`redis-server exited with ${String(code)}: ${out}`)) })
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`${program} exited with ${String(code)}: ${out}`)) })
   })
   child.stdout?.resume()
   child.stderr?.resume()
   return child
 }
 
-async function ended (child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+/** Sends `signal` (after SIGCONT, should it be paused) and waits for the process to exit. */
+export async function ended (child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((resolve) => child.once('exit', resolve))
   child.kill('SIGCONT')
