@@ -4,7 +4,9 @@ import { create, toBinary } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { AuthService, PingRequestSchema } from '../src/gen/app/auth/v1/auth_pb.js'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
-import { startApp, uniqueClientIp, uniqueEmail } from './helpers/app.js'
+import { loadConfig } from '../src/config.js'
+import { openDatabase } from '../src/db/database.js'
+import { startApp, testEnv, uniqueClientIp, uniqueEmail } from './helpers/app.js'
 import { startFailingSmtp, startFakeSmtp } from './helpers/fake-smtp.js'
 import { rpcError } from './helpers/people.js'
 import { rpcClient, signInWithCookie } from './helpers/sign-in.js'
@@ -208,10 +210,12 @@ t.test('a failing SMTP server: 503 / UNAVAILABLE, and the unsent link is not usa
 })
 
 t.test('a dead database: health is unhealthy (503), requests get a masked 500', async (t) => {
-  // The instance's own pool (or PGlite) is shut; other test files are unaffected.
-  const d = await startApp()
+  // The instance's database is shut for everything it holds — the request pool (or PGlite) and, on
+  // Postgres, /health's connection of its own — while other test files are unaffected.
+  const database = await openDatabase(loadConfig(testEnv()))
+  const d = await startApp({}, { database })
   const { cookie } = await signInWithCookie(d)
-  await d.app.deps.db.destroy()
+  await database.close()
   const health = await d.app.inject({ method: 'GET', url: '/health' })
   t.equal(health.statusCode, 503)
   t.equal(health.json().status, 'unhealthy')
