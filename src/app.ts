@@ -18,6 +18,7 @@ import { createMailer } from './infra/mail.js'
 import { connectRedis } from './infra/redis.js'
 import { liveConnectionsFor } from './live/live-connections.js'
 import { createAudience } from './core/audience.js'
+import { createPresenceDirectory } from './core/presence/presence-directory.js'
 import { createSlotStore } from './infra/stream-slots.js'
 import { createStorage } from './infra/storage.js'
 import { startUploadSweeps } from './core/uploads/upload-sweep.js'
@@ -170,10 +171,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.addHook('onClose', async () => { await compute.close() })
   // The admin provider's keys, fetched on first use and kept through its outages (src/infra/jwks-cache.ts).
   const adminKeys = config.oidc === undefined ? undefined : createJwksCache(config.oidc, app.log, { ...DEFAULT_JWKS_TIMING, ...options.jwksTiming })
-  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, compute: compute.compute, storage, adminKeys }
+  const deps: CoreDeps = { config, db: database.db, events: live.bus, mailer, clock, log: app.log, sessionSignals: live.sessionSignals, cursorFeed: live.cursorFeed, presenceBoard: live.presenceBoard, compute: compute.compute, storage, adminKeys }
   const core = createCore(deps)
-  // The core's audience rule, on the live read connections: a busy write pool never delays delivery.
-  const streams = live.streams(createAudience({ db: live.readDb }))
+  // The core's audience rule (and who presence may show), on the live read connections: a busy write
+  // pool never delays delivery.
+  const streams = live.streams(createAudience({ db: live.readDb }), createPresenceDirectory(live.readDb))
   app.decorate('core', core)
   app.decorate('deps', deps)
   app.decorate('live', { bus: live.bus, streams })

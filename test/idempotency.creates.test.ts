@@ -40,6 +40,7 @@ const CREATE_NOTHING: Record<string, string> = {
   '/api/auth/confirm-deletion': 'deletes the account once (its token is then used)',
   '/api/canvas/cursor': 'moves the cursor',
   '/api/canvas/cursor/leave': 'leaves the canvas',
+  '/api/canvas/presence': 'marks the caller present (again: still present)',
   '/api/canvas/layout/compute': 'moves tiles to computed places (the same places again)',
   '/api/canvas/layout/validate': 'computes a report',
   '/api/classify/': 'computes labels',

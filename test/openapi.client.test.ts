@@ -163,6 +163,9 @@ t.test('every operation the generated client can call answers as the document sa
   await call(owner, 'canvasGetCanvasState', { query: { roomId: room.id } })
   await call(owner, 'canvasMoveCursor', { body: { roomId: room.id, x: 1, y: 2 } })
   await call(owner, 'canvasLeaveCanvas', { body: { roomId: room.id } })
+  await call(owner, 'canvasReportPresence', { body: { roomId: room.id } })
+  await call(owner, 'canvasGetPresence', { query: { roomId: room.id } })
+  await call(owner, 'canvasGetPresence', { query: { roomId: 'no-such-room' } })
 
   // Offices, members and invitations.
   const slug = `gen-${randomUUID().slice(0, 8)}`

@@ -72,7 +72,9 @@ const operations: Operation[] = [
   { name: 'BatchUpdatePositions', rest: async (call, f) => await call('PATCH', '/api/canvas/positions/batch', { updates: [{ tileId: f.sparkId, x: 80, y: 80 }] }), rpc: async (c, f) => await c.canvas.batchUpdatePositions({ updates: [{ tileId: f.sparkId, x: 80, y: 80 }] }), expect: reader },
   { name: 'ComputeLayout', rest: async (call, f) => await call('POST', '/api/canvas/layout/compute', { roomId: f.roomId, algorithm: 'grid' }), rpc: async (c, f) => await c.canvas.computeLayout({ roomId: f.roomId, algorithm: 'force-directed' }), expect: reader },
   { name: 'ValidateLayout', rest: async (call, f) => await call('POST', '/api/canvas/layout/validate', { roomId: f.roomId }), rpc: async (c, f) => await c.canvas.validateLayout({ roomId: f.roomId }), expect: reader },
-  { name: 'GetCanvasState', rest: async (call, f) => await call('GET', `/api/canvas/state?roomId=${f.roomId}`), rpc: async (c, f) => await c.canvas.getCanvasState({ roomId: f.roomId }), expect: reader }
+  { name: 'GetCanvasState', rest: async (call, f) => await call('GET', `/api/canvas/state?roomId=${f.roomId}`), rpc: async (c, f) => await c.canvas.getCanvasState({ roomId: f.roomId }), expect: reader },
+  { name: 'GetPresence', rest: async (call, f) => await call('GET', `/api/canvas/presence?roomId=${f.roomId}`), rpc: async (c, f) => await c.canvas.getPresence({ roomId: f.roomId }), expect: reader },
+  { name: 'ReportPresence', rest: async (call, f) => await call('POST', '/api/canvas/presence', { roomId: f.roomId }), rpc: async (c, f) => await c.canvas.reportPresence({ roomId: f.roomId }), expect: { owner: { public: 204, private: 204 }, other: { public: 204, private: 404 }, anonymous: { public: 401, private: 401 } } }
 ]
 
 const CONNECT_CODE: Record<number, Code | 'ok'> = { 200: 'ok', 201: 'ok', 204: 'ok', 401: Code.Unauthenticated, 403: Code.PermissionDenied, 404: Code.NotFound }

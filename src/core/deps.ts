@@ -10,6 +10,7 @@ import type { Storage } from '../infra/storage.js'
 import type { EventNotifier } from './events.js'
 import type { SessionSignals } from './auth/session-signals.js'
 import type { CursorFeed } from './cursors/cursors.types.js'
+import type { PresenceBoard } from './presence/presence.types.js'
 import type { TilePosition } from './canvas/canvas.types.js'
 import type { LayoutAlgorithm } from './canvas/layout.js'
 import type { CvParseResult } from './passport/cv.types.js'
@@ -43,6 +44,8 @@ export interface CoreDeps {
   readonly sessionSignals: SessionSignals
   /** Where cursor reports go (coalesced and relayed to every instance; never stored). */
   readonly cursorFeed: CursorFeed
+  /** Who is present on which room's canvas (held in memory by every instance, shared as cursors are). */
+  readonly presenceBoard: PresenceBoard
   readonly compute: Compute
   /** Uploaded files' bytes (local disk or an S3-compatible bucket). */
   readonly storage: Storage

@@ -4,6 +4,7 @@
 // core decides what an audience means (room membership and visibility), never the stream code.
 import type { LayoutValidation, PositionResult, TileState, CursorPosition } from './canvas/canvas.types.js'
 import type { Office, OfficeRole } from './offices/offices.types.js'
+import type { PresentUser } from './presence/presence.types.js'
 import type { Room } from './rooms/rooms.types.js'
 import type { Spark } from './sparks/sparks.types.js'
 import type { LinkPlace } from './shelves/shelves.js'
@@ -31,6 +32,10 @@ export interface EventMap {
   'cursor:moved': CursorPosition
   'cursor:left': { userId: string, roomId: string }
   'cursors:batch-updated': { cursors: CursorPosition[] }
+  /** Ephemeral like cursors (never in the log): to the room's members but the user (DECISIONS §17). */
+  'presence:joined': { roomId: string, user: PresentUser }
+  /** Sent exactly when `cursor:left` is: on leave, the user's last stream closing, 10 minutes idle. */
+  'presence:left': { roomId: string, userId: string }
   'office:created': Office
   'office:updated': Office
   'office:deleted': { id: string }

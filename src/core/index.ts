@@ -7,6 +7,7 @@ import { createCursors } from './cursors/cursors.js'
 import type { CoreDeps } from './deps.js'
 import { createIdempotency } from './idempotency/idempotency.js'
 import { createInvites } from './offices/invites.js'
+import { createPresence } from './presence/presence.js'
 import { createOffices } from './offices/offices.js'
 import { createPassports } from './passport/passport.js'
 import { createShelves } from './shelves/shelves.js'
@@ -39,6 +40,7 @@ export function createCore (deps: CoreDeps) {
     invites: createInvites(deps),
     rtc: createRtc(deps),
     cursors: createCursors(deps.cursorFeed, createAudience(deps)),
+    presence: createPresence(deps),
     uploads: createUploads(deps, { userChanged: auth.userChanged }),
     shelves: createShelves(deps),
     passports: createPassports(deps),

@@ -97,6 +97,9 @@ export const OPERATIONS = {
   /** REST only: cursor reports (DECISIONS §7). */
   'canvas.moveCursor': requiredIn('canvas', 'not_found'),
   'canvas.leaveCanvas': requiredIn('canvas', 'not_found'),
+  /** Who is on a room's canvas now, and being there without a cursor (DECISIONS §17). */
+  'canvas.getPresence': requiredIn('read', 'not_found'),
+  'canvas.reportPresence': requiredIn('canvas', 'not_found'),
 
   /** REST only: the event stream. */
   'sync.subscribe': requiredIn('exempt', 'rate_limited'),

@@ -5,7 +5,8 @@
 //   s:<session id>    a session ended (logout, revocation): its streams close
 //   u:<user id>       an account was deleted: its streams close
 //   p:<user id>       a user's profile changed: cached copies of the user row are forgotten
-//   c:<json>          a batch of cursor moves and leaves (ephemeral, never in the log)
+//   c:<json>          a batch of cursor moves, presence reports and leaves, or a starting instance's
+//                     question and the others' answers (ephemeral, never in the log)
 import type { Db } from '../db/database.js'
 import type { NotificationListener } from '../infra/notification-listener.js'
 import type { Logger } from '../infra/logger.js'

@@ -1,10 +1,12 @@
 // Assembles the live-update machinery of one instance: the LISTEN/NOTIFY channel, the event-log bus,
-// cursor presence, session signals, stream caps, and (once the core exists) the stream hub.
+// cursor and canvas presence, session signals, stream caps, and (once the core exists) the stream hub.
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
 import type { LiveConnections } from './live-connections.js'
 import type { SlotStore } from '../infra/stream-slots.js'
 import type { AudienceResolver } from '../core/audience.js'
+import type { PresenceDirectory } from '../core/presence/presence-directory.js'
+import type { PresenceBoard } from '../core/presence/presence.types.js'
 import type { SessionSignals } from '../core/auth/session-signals.js'
 import { createCursorPresence } from './cursor-presence.js'
 import type { CursorFeed } from '../core/cursors/cursors.types.js'
@@ -21,9 +23,11 @@ export interface Live {
   readonly readDb: Db
   readonly sessionSignals: SessionSignals
   readonly cursorFeed: CursorFeed
+  /** Who is present where: this instance's copy of what every instance relays. */
+  readonly presenceBoard: PresenceBoard
   readonly caps: StreamCaps
-  /** Builds this instance's stream hub; the audience resolver comes from the core. */
-  streams (audience: AudienceResolver): StreamHub
+  /** Builds this instance's stream hub; the audience resolver and who presence shows come from the core. */
+  streams (audience: AudienceResolver, people: PresenceDirectory): StreamHub
   close (): Promise<void>
 }
 
@@ -51,6 +55,10 @@ export async function startLive (options: LiveOptions): Promise<Live> {
   }, log)
   const caps = createStreamCaps(slots, heartbeatMs)
   await channel.start()
+  // Listening now: the other instances' answers reach this one. After a lost connection they are
+  // asked again, for what was relayed meanwhile.
+  presence.resync()
+  channel.onResume(() => { presence.resync() })
   await bus.start()
   let hub: StreamHub | undefined
 
@@ -59,9 +67,10 @@ export async function startLive (options: LiveOptions): Promise<Live> {
     readDb,
     sessionSignals: sessionSignalsOver(channel, log),
     cursorFeed: presence,
+    presenceBoard: presence,
     caps,
-    streams (audience) {
-      hub ??= createStreamHub({ db: readDb, bus, channel, audience, presence, caps, clock, log, heartbeatMs, stallMs, catchUpReads: connections.catchUpReads })
+    streams (audience, people) {
+      hub ??= createStreamHub({ db: readDb, bus, channel, audience, presence, people, caps, clock, log, heartbeatMs, stallMs, catchUpReads: connections.catchUpReads })
       return hub
     },
     async close () {

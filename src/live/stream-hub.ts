@@ -3,9 +3,10 @@
 // (bytes, end, abort) that the SSE route provides, paced by its outbox (stream-outbox.ts). The work is
 // done by units named for their job: event-fanout.ts (committed events to the streams that may see
 // them), replay.ts (what a reconnecting client missed, and catching up a stream that fell behind),
-// cursor-fanout.ts (cursor batches and leaves) and stream-upkeep.ts (heartbeats, slot refreshes,
+// cursor-fanout.ts (cursor batches, presence joins and leaves) and stream-upkeep.ts (heartbeats, slot refreshes,
 // ending streams whose session ended).
 import type { AudienceResolver } from '../core/audience.js'
+import type { PresenceDirectory } from '../core/presence/presence-directory.js'
 import type { Db } from '../db/database.js'
 import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
@@ -64,6 +65,8 @@ export interface StreamHubOptions {
   channel: LiveChannel
   audience: AudienceResolver
   presence: CursorPresence
+  /** Who a `presence:joined` shows (the core's rule on who may be shown). */
+  people: PresenceDirectory
   caps: StreamCaps
   clock: Clock
   log: Logger
@@ -75,7 +78,7 @@ export interface StreamHubOptions {
 }
 
 export function createStreamHub (options: StreamHubOptions): StreamHub {
-  const { bus, audience, presence, caps, clock, log, stallMs } = options
+  const { bus, audience, presence, people, caps, clock, log, stallMs } = options
   const streams = new OpenStreams()
   let closing = false
 
@@ -129,7 +132,7 @@ export function createStreamHub (options: StreamHubOptions): StreamHub {
     const message = resetMessage('rewound', formatPosition(from), to, clock)
     for (const stream of streams.list()) if (!stream.outbox.restart(message, to)) end(stream)
   })
-  fanOutCursors({ presence, audience, streams, clock, log })
+  fanOutCursors({ presence, audience, people, streams, clock, log })
   const upkeep = keepStreamsUp({ ...options, streams, end })
 
   return {

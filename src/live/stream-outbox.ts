@@ -14,7 +14,8 @@
 // without one for a dead connection) but never a second one while one waits; a cursor batch is
 // skipped by a stream waiting for its connection (PACE_BYTES or more held) or catching up — cursors
 // are ephemeral, the next batch carries the newest positions — and a `cursor:left` by a stream
-// catching up (it is not sent again).
+// catching up (it is not sent again). `presence:joined` and `presence:left` are never skipped (only
+// refused, like any note, past MAX_WAITING_BYTES held): a client told of a join is told of its leave.
 //
 // A client that takes nothing for the stall time (30 s in production) while at least STALL_BYTES wait
 // for it is stalled: the stream is cut, and its client reconnects with Last-Event-ID when it wakes.
@@ -58,7 +59,7 @@ export interface StreamOutboxOptions {
 }
 
 /** A message that is not in the log: how a stream that is behind treats it (see the header). */
-export type NoteKind = 'heartbeat' | 'cursors' | 'cursor-left'
+export type NoteKind = 'heartbeat' | 'cursors' | 'cursor-left' | 'presence'
 
 interface Queued { frame: Buffer, position: LogPosition | undefined, heartbeat: boolean }
 
@@ -133,10 +134,10 @@ export class StreamOutbox {
     this.covered = position
   }
 
-  /** A message that is not in the log (a heartbeat, cursors, `cursor:left`). */
+  /** A message that is not in the log (a heartbeat, cursors, `cursor:left`, `presence:*`). */
   note (message: StreamMessage, kind: NoteKind): void {
     if (this.closed) return
-    if (kind === 'heartbeat' ? this.heartbeatsQueued > 0 : this.catching || (kind === 'cursors' && this.heldBytes >= PACE_BYTES)) return
+    if (kind === 'heartbeat' ? this.heartbeatsQueued > 0 : kind !== 'presence' && (this.catching || (kind === 'cursors' && this.heldBytes >= PACE_BYTES))) return
     const frame = frameOf(message)
     const held = this.heldBytes
     if (held > 0 && held + frame.length > MAX_WAITING_BYTES) return
@@ -275,7 +276,7 @@ export class StreamOutbox {
       this.owe(item.position, item.frame.length)
       this.queuedBytes -= item.frame.length
     }
-    // What is not in the log (a heartbeat, a `cursor:left`) stays, in order: it is small and bounded.
+    // What is not in the log (a heartbeat, a `cursor:left`, `presence:*`) stays, in order: it is small and bounded.
     this.queue = kept
     this.head = 0
     this.owe(position, bytes)

@@ -7,6 +7,7 @@ import { adminRoutes } from './admin.routes.js'
 import { authRoutes } from './auth.routes.js'
 import { canvasRoutes } from './canvas.routes.js'
 import { cursorRoutes } from './cursor.routes.js'
+import { presenceRoutes } from './presence.routes.js'
 import { inviteRoutes } from './invites.routes.js'
 import { officeRoutes } from './offices.routes.js'
 import { cvRoutes, passportRoutes } from './passport.routes.js'
@@ -53,6 +54,7 @@ export async function restApi (app: FastifyInstance, { core, config, limiter, li
   await app.register(sparkRoutes(core), { prefix: '/sparks' })
   await app.register(canvasRoutes(core), { prefix: '/canvas' })
   await app.register(cursorRoutes(core), { prefix: '/canvas' })
+  await app.register(presenceRoutes(core), { prefix: '/canvas' })
   await app.register(officeRoutes(core), { prefix: '/offices' })
   await app.register(inviteRoutes(core), { prefix: '/invites' })
   await app.register(userRoutes(core), { prefix: '/users' })

@@ -12,6 +12,7 @@ import { LayoutValidationSchema, type CanvasState as CoreCanvasState, type Layou
 import type { Invite as CoreInvite, InviteInfo as CoreInviteInfo, Member as CoreMember, Office as CoreOffice } from '../core/offices/offices.types.js'
 import type { CvPreview as CoreCvPreview, SuggestedExperience as CoreSuggestedExperience } from '../core/passport/cv.types.js'
 import type { Experience as CoreExperience, Passport as CorePassport, Skill as CoreSkill } from '../core/passport/passport.types.js'
+import { MAX_LISTED_PRESENT, type PresentUser as CorePresentUser, type RoomPresence as CoreRoomPresence } from '../core/presence/presence.types.js'
 import type { Room as CoreRoom } from '../core/rooms/rooms.types.js'
 import type { RtcConfig as CoreRtcConfig, RtcToken as CoreRtcToken } from '../core/rtc/rtc.types.js'
 import type { Link as CoreLink, Shelf as CoreShelf, ShelfSummary as CoreShelfSummary } from '../core/shelves/shelves.types.js'
@@ -119,6 +120,19 @@ export const CanvasState = describes<CoreCanvasState>()('CanvasState', Type.Obje
 }))
 export const LayoutResult = describes<CoreLayoutResult>()('LayoutResult', Type.Object({ roomId: Type.String(), positions: Type.Array(TileState) }))
 export const LayoutValidation = describes<CoreLayoutValidation>()('LayoutValidation', LayoutValidationSchema)
+export const PresentUser = describes<CorePresentUser>()('PresentUser', Type.Object({
+  userId: Type.String(),
+  displayName: Type.String(),
+  avatarUrl: Type.String({ description: 'An upload URL of this service, or empty.' }),
+  since: Type.String({ format: 'date-time', description: 'When the user became present in the room.' }),
+  lastActiveAt: Type.String({ format: 'date-time', description: 'Their latest cursor or presence report there.' })
+}, { description: 'A user present on a room\'s canvas (DECISIONS §17).' }))
+export const RoomPresence = describes<CoreRoomPresence>()('RoomPresence', Type.Object({
+  roomId: Type.String(),
+  users: Type.Array(PresentUser, { maxItems: MAX_LISTED_PRESENT, description: `Oldest first, at most ${MAX_LISTED_PRESENT}; suspended users are never listed.` }),
+  total: Type.Integer({ minimum: 0, description: 'Every present user the caller may be shown, listed or not.' }),
+  more: Type.Integer({ minimum: 0, description: 'How many of them are not listed: `total` minus the length of `users`.' })
+}))
 
 const OfficeRole = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member')])
 

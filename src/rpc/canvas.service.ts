@@ -6,7 +6,7 @@ import { CanvasService } from '../gen/app/canvas/v1/canvas_pb.js'
 import { actorOf } from './context.js'
 
 export function canvasService (core: Core): ServiceImpl<typeof CanvasService> {
-  const { canvas } = core
+  const { canvas, presence } = core
   return {
     async updatePosition (req, ctx) {
       return { position: await canvas.updatePosition(actorOf(ctx), { tileId: req.tileId, x: req.x, y: req.y }) }
@@ -23,6 +23,13 @@ export function canvasService (core: Core): ServiceImpl<typeof CanvasService> {
     },
     async getCanvasState (req, ctx) {
       return await canvas.getState(actorOf(ctx), { roomId: req.roomId })
+    },
+    async getPresence (req, ctx) {
+      return await presence.get(actorOf(ctx), { roomId: req.roomId })
+    },
+    async reportPresence (req, ctx) {
+      await presence.report(actorOf(ctx), { roomId: req.roomId })
+      return {}
     }
   }
 }

@@ -22,6 +22,8 @@ export const REST_ROUTES: ReadonlyArray<{ method: 'GET' | 'POST' | 'PATCH' | 'DE
   { method: 'GET', url: '/api/canvas/state' },
   { method: 'POST', url: '/api/canvas/cursor' },
   { method: 'POST', url: '/api/canvas/cursor/leave' },
+  { method: 'GET', url: '/api/canvas/presence' },
+  { method: 'POST', url: '/api/canvas/presence' },
   { method: 'GET', url: '/api/offices' },
   { method: 'POST', url: '/api/offices' },
   { method: 'GET', url: '/api/offices/:officeId' },
