@@ -12,7 +12,7 @@
 // own CPU time per request (its process, from /proc; Postgres and Redis not included) is shown too.
 //   createdb -h 127.0.0.1 -U postgres bench_deployed
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_deployed REDIS_URL=redis://127.0.0.1:6379/9 npx tsx bench/deployed.ts
-// BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_USERS (1000), BENCH_CONNECTIONS (50).
+// BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_USERS (1000), BENCH_CONNECTIONS (50); BENCH_NODE_ARGS for the deployed server.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, openSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -32,13 +32,16 @@ const userCount = Number(process.env.BENCH_USERS ?? 1000)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const root = join(import.meta.dirname, '..')
 
+/** BENCH_NODE_ARGS: flags for the deployed server's node (e.g. `--cpu-prof --cpu-prof-dir=prof` to profile it). */
+const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '')
+
 interface Served { url: string, pid: number | undefined, logFile?: string, stop (): Promise<void> }
 
 /** `npm start` without its build step (done above): the built server, its stdout into a file. */
 async function startDeployed (): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), 'canvas-bench-deployed-'))
   const logFile = join(dataDir, 'stdout.log')
-  const child = reapOnExit(spawn(process.execPath, ['--enable-source-maps', 'dist/src/server.js'], {
+  const child = reapOnExit(spawn(process.execPath, [...nodeArgs, '--enable-source-maps', 'dist/src/server.js'], {
     cwd: root,
     env: { ...process.env, NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: undefined, RATE_LIMIT_KEY_PREFIX: `bench-deployed-${Date.now()}:` },
     stdio: ['ignore', openSync(logFile, 'a'), 'inherit']
