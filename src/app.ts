@@ -150,7 +150,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const storage = metrics === undefined && !tracingStarted()
     ? plainStorage
     : observeStorage(plainStorage, metrics === undefined ? undefined : { stored: (bytes) => { metrics.uploadBytes(bytes) } })
-  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
+  const mailer = await createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
   const clock = options.clock ?? systemClock
   // Events travel through the database's LISTEN/NOTIFY and a durable log (src/live).
   const live = await startLive({
