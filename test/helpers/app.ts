@@ -1,13 +1,14 @@
-// Builds the real app for a test: PGlite in a fresh DATA_DIR by default; Postgres and Redis when
-// DATABASE_URL / REDIS_URL are set in the environment (CI runs the suite both ways).
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+// Builds the real app for a test: PGlite in a fresh DATA_DIR by default (a copy of a database
+// migrated once, test/helpers/database-template.ts); Postgres and Redis when DATABASE_URL / REDIS_URL
+// are set in the environment (CI runs the suite both ways).
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes, randomInt, randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Clock } from '../../src/infra/clock.js'
+import { migratedDataDir, temporaryDir } from './database-template.js'
 import { startOwnPgBouncer } from './own-pgbouncer.js'
 
 /**
@@ -30,9 +31,11 @@ export interface TestApp {
 export function testEnv (overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   // A test that names its own database names its direct URL too (or has none).
   const ownDatabase = 'DATABASE_URL' in overrides
+  const databaseUrl = ownDatabase ? overrides.DATABASE_URL : pooler?.url ?? process.env.DATABASE_URL
   return {
     NODE_ENV: 'test',
-    DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-test-')),
+    // A DATA_DIR given is used as it is (a restart on the same data); a new one starts migrated.
+    DATA_DIR: 'DATA_DIR' in overrides ? overrides.DATA_DIR : databaseUrl === undefined ? migratedDataDir() : temporaryDir(),
     DATABASE_URL: pooler?.url ?? process.env.DATABASE_URL,
     DATABASE_DIRECT_URL: ownDatabase || pooler === undefined ? undefined : process.env.DATABASE_URL,
     REDIS_URL: process.env.REDIS_URL,
