@@ -45,6 +45,7 @@ import { standardPathRewrite } from './rpc/standard-paths.js'
 import { redactUrl } from './infra/redact.js'
 import { createJwksCache, DEFAULT_JWKS_TIMING, type JwksTiming } from './infra/jwks-cache.js'
 import { createLimiter, type LimiterOptions } from './ratelimit/limiter.js'
+import { DEFAULT_LIMITER_TIMING, type LimiterTiming } from './ratelimit/limiter-counts.js'
 import { createMetrics, installRequestMetrics, listenForMetrics, type MetricsListener } from './http/metrics.js'
 import { installRequestTracing, traceFields } from './http/request-tracing.js'
 import { flushTracing, tracingStarted } from './infra/tracing.js'
@@ -73,9 +74,10 @@ export interface BuildOptions {
   clock?: Clock
   /** An already open database to share (tests running two instances on one PGlite); not closed by the app. */
   database?: DatabaseHandle
-  /** Benchmark only, never from the environment: false builds the app without the rate limiter;
-   *  `maxOverride` raises tier limits so a load run is not answered by 429s. */
-  rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'] }
+  /** Never from the environment: false builds the app without the rate limiter (benchmarks);
+   *  `maxOverride` raises tier limits so a load run is not answered by 429s; `timing` shortens the
+   *  limiter's log period and degraded period (tests). */
+  rateLimit?: false | { maxOverride?: LimiterOptions['maxOverride'], timing?: Partial<LimiterTiming> }
   /** Sees every route as it is registered (tests walk the app's own route table with it). */
   onRoute?: (route: RouteOptions) => void
   /** Where log lines go instead of standard output (tests read them; server.ts passes pino's
@@ -149,7 +151,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const storage = metrics === undefined && !tracingStarted()
     ? plainStorage
     : observeStorage(plainStorage, metrics === undefined ? undefined : { stored: (bytes) => { metrics.uploadBytes(bytes) } })
-  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
+  const mailer = await createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, log: app.log })
   const clock = options.clock ?? systemClock
   // Events travel through the database's LISTEN/NOTIFY and a durable log (src/live).
   const live = await startLive({
@@ -221,6 +223,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       redis,
       clock: deps.clock,
       maxOverride: options.rateLimit?.maxOverride,
+      timing: { ...DEFAULT_LIMITER_TIMING, ...options.rateLimit?.timing },
       // The health report is kept in memory: a count this instance answered alone is a failure seen.
       onLocalAnswer: () => { seen.health?.failureSeen() },
       ...(metrics === undefined ? {} : { onDecision: (tier, allowed) => { metrics.rateLimitDecision(tier, allowed) } })

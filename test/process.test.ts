@@ -2,19 +2,20 @@
 // does), the built server `node dist/src/server.js`, and a graceful SIGTERM.
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import http from 'node:http'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient, type Interceptor, type Transport } from '@connectrpc/connect'
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { pdfBomb, postCv, warmCvParser } from './helpers/cv-files.js'
 import { startFakeSmtp } from './helpers/fake-smtp.js'
+import { migratedDataDir, temporaryDir } from './helpers/database-template.js'
 import { serverEnv as env, startServer } from './helpers/server-process.js'
 
 t.test('npm run migrate builds, applies the migrations and exits', async (t) => {
-  const result = spawnSync('npm', ['run', '--silent', 'migrate'], { env: env(), encoding: 'utf8', timeout: 150_000 })
+  // A DATA_DIR with nothing in it yet: every migration runs.
+  const result = spawnSync('npm', ['run', '--silent', 'migrate'], { env: { ...env(), DATA_DIR: temporaryDir('canvas-process-') }, encoding: 'utf8', timeout: 150_000 })
   t.equal(result.status, 0, result.stderr)
   t.match(result.stdout, /migrations applied \((pglite|postgres)\)/)
 })
@@ -28,7 +29,7 @@ t.test('a bad TRUST_PROXY stops the process at start, naming the variable', asyn
 })
 
 t.test('the built server reads CVs in its memory-capped parser process (dist/src/compute/cv.process.js) and refuses a bomb', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'canvas-process-'))
+  const dataDir = migratedDataDir('canvas-process-')
   const { child, url, exited } = await startServer({ DATA_DIR: dataDir })
   t.teardown(async () => { child.kill('SIGTERM'); await exited })
   // Without SMTP_URL the sign-in link is written to DATA_DIR/outbox.

@@ -20,9 +20,11 @@ t.teardown(async () => { await database.close() })
 // Two instances of the service behind one load balancer: same Redis, same key prefix.
 const prefix = `test-shared-${randomUUID()}:`
 const shared = { REDIS_URL: redis.url, RATE_LIMIT_KEY_PREFIX: prefix, RATE_LIMIT_MAX_REQUESTS: '5', RATE_LIMIT_WINDOW_MS: '2000' }
-const a = await startApp(shared, { database })
+// Health stays degraded for 2 s after a count answered from memory (10 s in production).
+const rateLimit = { timing: { degradedForMs: 2_000 } }
+const a = await startApp(shared, { database, rateLimit })
 t.teardown(a.close)
-const b = await startApp(shared, { database })
+const b = await startApp(shared, { database, rateLimit })
 t.teardown(b.close)
 const inspect = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
 inspect.on('error', () => {})

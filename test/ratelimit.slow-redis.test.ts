@@ -2,8 +2,8 @@
 // back (test/helpers/delay-proxy.ts) in front of a redis-server of this test's own. Two instances
 // share one count: S reaches Redis through the proxy, F directly. A read on S is answered at once
 // from S's own count (it would otherwise wait 50 ms), and that is not silent: it is logged (one line
-// at once, then at most one summary per 10 s) and health says `cache: degraded` until 10 s after the
-// last such answer, then healthy again by itself. The strict tier (it sends mail) waits for the late
+// at once, then at most one summary per period) and health says `cache: degraded` until a while after
+// the last such answer, then healthy again by itself (both 10 s in production, shorter here). The strict tier (it sends mail) waits for the late
 // Redis instead, so its limit holds across both instances.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
@@ -30,9 +30,13 @@ const INFO = 30
 const limiterLines = (level: number, from = lines): LogLine[] => from.filter((l) => l.level === level && l.msg.startsWith('rate limiter:'))
 
 const prefix = `test-slow-${randomUUID()}:`
-const slow = await startApp({ REDIS_URL: proxy.url, RATE_LIMIT_KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, { database, logStream: collect(lines) })
+// The summary period outlasts the 20 late reads below (50 ms each), so one summary counts them all.
+const REPORT_EVERY_MS = 4_000
+const DEGRADED_FOR_MS = 3_000
+const rateLimit = { timing: { reportEveryMs: REPORT_EVERY_MS, degradedForMs: DEGRADED_FOR_MS } }
+const slow = await startApp({ REDIS_URL: proxy.url, RATE_LIMIT_KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, { database, logStream: collect(lines), rateLimit })
 t.teardown(slow.close)
-const fast = await startApp({ REDIS_URL: redis.url, RATE_LIMIT_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' }, { database, logStream: collect(fastLines) })
+const fast = await startApp({ REDIS_URL: redis.url, RATE_LIMIT_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' }, { database, logStream: collect(fastLines), rateLimit })
 t.teardown(fast.close)
 const inspect = new Redis(redis.url, { maxRetriesPerRequest: 0 })
 t.teardown(() => { inspect.disconnect() })
@@ -108,12 +112,12 @@ t.test('the strict tier waits for the late Redis: its limit holds across both in
 t.test('a summary line while late answers go on, then healthy again by itself', async (t) => {
   await eventually('the summary of the period', () => limiterLines(WARN).length >= 2, 15_000)
   const summary = limiterLines(WARN)[1]
-  t.match(summary?.msg, /\d+ requests answered from this instance's own count in the last 10 s/)
+  t.match(summary?.msg, new RegExp(`\\d+ requests answered from this instance's own count in the last ${REPORT_EVERY_MS / 1000} s`))
   // The other 19 reads (a read cannot beat the proxy's 50 ms, so all were late).
   t.match(summary, { late: { read: 19 }, waitsMs: { read: 10, strict: 250 } })
-  // Nothing late since: degraded ends 10 s after the last late answer, and a line says so.
+  // Nothing late since: degraded ends DEGRADED_FOR_MS after the last late answer, and a line says so.
   await eventually('health healthy again', async () => (await health(slow)).cache === 'healthy', 15_000)
   t.same(await health(slow), { httpStatus: 200, status: 'healthy', cache: 'healthy' })
-  await eventually('the all-clear line', () => limiterLines(INFO).some((l) => /no request answered from this instance's own count in the last 10 s/.test(l.msg)), 15_000)
+  await eventually('the all-clear line', () => limiterLines(INFO).some((l) => l.msg.includes(`no request answered from this instance's own count in the last ${REPORT_EVERY_MS / 1000} s`)), 15_000)
   t.equal(limiterLines(WARN).length, 2, 'no more warnings once nothing is late')
 })

@@ -24,7 +24,7 @@ import { createScratchDatabase } from './helpers/scratch-database.js'
 import { rpcClient, signInWithRpc } from './helpers/sign-in.js'
 
 const superuserUrl = process.env.DATABASE_URL
-const scratch = superuserUrl === undefined ? undefined : await createScratchDatabase(superuserUrl, 'canvas_retention')
+const scratch = superuserUrl === undefined ? undefined : await createScratchDatabase(superuserUrl, 'canvas_retention', { migrated: true })
 if (scratch !== undefined) t.teardown(scratch.drop)
 const env = {
   ...(scratch === undefined ? {} : { DATABASE_URL: scratch.urlAs() }),

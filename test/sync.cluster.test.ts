@@ -3,13 +3,11 @@
 // on one ends the stream on the other, cursors cross over, and closing an instance ends its streams.
 // Runs on two apps sharing one embedded PGlite, and on two apps sharing Postgres when DATABASE_URL is set.
 import t, { type Test } from 'tap'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { openDatabase } from '../src/db/database.js'
+import { migratedDataDir } from './helpers/database-template.js'
 import { startApp, uniqueClientIp, type TestApp } from './helpers/app.js'
 import { startOwnRedis } from './helpers/own-redis.js'
 import { signInPerson, type Person } from './helpers/people.js'
@@ -130,7 +128,7 @@ function clusterTests (label: string, pair: () => Pair): void {
 }
 
 // Two apps on one embedded database (BuildOptions.database) and one Redis.
-const embedded = await openDatabase({ databaseUrl: undefined, dataDir: mkdtempSync(join(tmpdir(), 'canvas-cluster-')) })
+const embedded = await openDatabase({ databaseUrl: undefined, dataDir: migratedDataDir() })
 t.teardown(embedded.close)
 const embeddedEnv = { DATABASE_URL: undefined, REDIS_URL: redis.url, RATE_LIMIT_KEY_PREFIX: `test-${randomUUID()}:`, SSE_HEARTBEAT_MS: '300' }
 const pgliteA = await startApp(embeddedEnv, { database: embedded })

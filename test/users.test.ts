@@ -2,14 +2,12 @@
 // to its owner), profile updates with their rules, the new name on the next request on every
 // instance, search by name prefix or exact address (never an address prefix), display info in bulk.
 import t from 'tap'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { Code } from '@connectrpc/connect'
 import { UsersService } from '../src/gen/app/users/v1/users_pb.js'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { openDatabase } from '../src/db/database.js'
+import { migratedDataDir } from './helpers/database-template.js'
 import { startApp, uniqueEmail } from './helpers/app.js'
 import { anonymousRest, plain, rpcError, signInPerson } from './helpers/people.js'
 import { formOf, SAMPLES, uploadClient } from './helpers/uploads.js'
@@ -117,7 +115,7 @@ t.test('the new name shows on the next request, through the session cache, on bo
 })
 
 t.test('a profile change reaches the cached copy on another instance', async (t) => {
-  const database = await openDatabase({ databaseUrl: undefined, dataDir: mkdtempSync(join(tmpdir(), 'canvas-users-')) })
+  const database = await openDatabase({ databaseUrl: undefined, dataDir: migratedDataDir() })
   const env = { DATABASE_URL: undefined, REDIS_URL: undefined }
   const a = await startApp(env, { database })
   const b = await startApp(env, { database })
@@ -284,7 +282,7 @@ t.test('a new user\'s display name is the local part of their address', async (t
 })
 
 t.test('a search pages through the first 1,000 matches only, and says so in its total', async (t) => {
-  const database = await openDatabase({ databaseUrl: undefined, dataDir: mkdtempSync(join(tmpdir(), 'canvas-users-many-')) })
+  const database = await openDatabase({ databaseUrl: undefined, dataDir: migratedDataDir() })
   const many = await startApp({ DATABASE_URL: undefined, REDIS_URL: undefined }, { database, rateLimit: { maxOverride: { read: unlimited, standard: unlimited, strict: unlimited } } })
   t.teardown(async () => { await many.close(); await database.close() })
   const now = new Date()

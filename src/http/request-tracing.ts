@@ -18,7 +18,6 @@
 // onSend: before a streamed answer is written, and never for one the client abandoned), so it
 // lasts as long as the request and carries the status the client got: 499 for one that left, the
 // edge's 408, an RPC call's code once its reply is written.
-import { FastifyOtelInstrumentation } from '@fastify/otel'
 import { SpanStatusCode, type Span, type SpanStatus } from '@opentelemetry/api'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { redactUrl } from '../infra/redact.js'
@@ -61,6 +60,8 @@ export function traceFields (): ((request: FastifyRequest) => Record<string, unk
  *  with its request; nothing when tracing is off. */
 export async function installRequestTracing (app: FastifyInstance, ends: RequestEnds): Promise<void> {
   if (!tracingStarted()) return
+  // Loaded only with tracing on, as the SDK's own packages are (src/infra/tracing.ts).
+  const { FastifyOtelInstrumentation } = await import('@fastify/otel')
   app.decorateRequest('traceId', undefined)
   app.decorateRequest('requestSpan', undefined)
   const instrumentation = new FastifyOtelInstrumentation({

@@ -2,7 +2,6 @@
 // outbox folder (one JSON file per message) plus a log line, so a first run needs no mail server.
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import nodemailer from 'nodemailer'
 
 export interface MailMessage {
   to: string
@@ -20,8 +19,10 @@ export interface MailLog {
   info (details: Record<string, unknown>, message: string): void
 }
 
-export function createMailer (options: { smtpUrl: string | undefined, from: string, dataDir: string, log: MailLog }): Mailer {
+export async function createMailer (options: { smtpUrl: string | undefined, from: string, dataDir: string, log: MailLog }): Promise<Mailer> {
   if (options.smtpUrl !== undefined) {
+    // Loaded only with SMTP_URL set: the outbox needs none of it.
+    const { default: nodemailer } = await import('nodemailer')
     const transport = nodemailer.createTransport({
       url: options.smtpUrl,
       // Fail fast: the caller is waiting for the answer and gets a clear 503 instead.

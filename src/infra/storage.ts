@@ -4,7 +4,6 @@
 import type { Readable } from 'node:stream'
 import type { Logger } from './logger.js'
 import { createLocalStorage } from './storage-local.js'
-import { createS3Storage } from './storage-s3.js'
 
 export type StorageConfig =
   | {
@@ -71,5 +70,8 @@ export function checkKey (key: string): string {
 
 /** Never throws for an unreachable store: the health report and each request say so instead. */
 export async function createStorage (config: StorageConfig, log: Logger): Promise<Storage> {
-  return config.kind === 'local' ? await createLocalStorage(config, log) : createS3Storage(config)
+  if (config.kind === 'local') return await createLocalStorage(config, log)
+  // The AWS SDK is loaded only when a bucket is configured: it is a large part of the start-up time.
+  const { createS3Storage } = await import('./storage-s3.js')
+  return createS3Storage(config)
 }

@@ -8,23 +8,28 @@
 // The last two loosen every limit up to N times with N instances, so they are not silent: the first
 // one logs a warning at once, then one summary line at most every REPORT_EVERY_MS while they go on,
 // and a line when they stopped; and health reports `cache: degraded` until none has happened for
-// DEGRADED_FOR_MS. Ages are read from a monotonic clock (a wall-clock step must not end or extend it).
+// DEGRADED_FOR_MS (both periods: LimiterTiming). Ages are read from a monotonic clock (a wall-clock
+// step must not end or extend it).
 import type { Tier } from './tiers.js'
 
 export type CountedTier = Exclude<Tier, 'exempt'>
 export type CountSource = 'shared' | 'memory' | 'late' | 'unavailable'
 type LocalSource = Extract<CountSource, 'late' | 'unavailable'>
 
-/** At most one warning line per this period while counts are answered by this instance alone. */
-export const REPORT_EVERY_MS = 10_000
-/** Health says `cache: degraded` until this long after the last count answered by this instance alone. */
-export const DEGRADED_FOR_MS = 10_000
+export interface LimiterTiming {
+  /** At most one warning line per this period while counts are answered by this instance alone. */
+  reportEveryMs: number
+  /** Health says `cache: degraded` until this long after the last count answered by this instance alone. */
+  degradedForMs: number
+}
+
+export const DEFAULT_LIMITER_TIMING: LimiterTiming = { reportEveryMs: 10_000, degradedForMs: 10_000 }
 
 export interface LimiterCounts {
   record (tier: CountedTier, source: CountSource): void
   /** Totals since the process started: tier → source → count (tiers and sources seen so far). */
   snapshot (): Partial<Record<CountedTier, Partial<Record<CountSource, number>>>>
-  /** Whether a count was answered by this instance alone (late or unavailable) within DEGRADED_FOR_MS. */
+  /** Whether a count was answered by this instance alone (late or unavailable) within `degradedForMs`. */
   degraded (): boolean
   close (): void
 }
@@ -40,12 +45,14 @@ export interface LimiterCountsOptions {
   waitsMs: Partial<Record<CountedTier, number>>
   /** Monotonic milliseconds (tests may pass their own). */
   now?: () => number
+  timing?: LimiterTiming
 }
 
 const isLocal = (source: CountSource): source is LocalSource => source === 'late' || source === 'unavailable'
 
 export function createLimiterCounts (options: LimiterCountsOptions): LimiterCounts {
   const now = options.now ?? (() => performance.now())
+  const { reportEveryMs, degradedForMs } = options.timing ?? DEFAULT_LIMITER_TIMING
   const totals: Partial<Record<CountedTier, Partial<Record<CountSource, number>>>> = {}
   /** Local answers since the last log line, by source and tier. */
   let unreported: Record<LocalSource, Partial<Record<CountedTier, number>>> = { late: {}, unavailable: {} }
@@ -64,17 +71,17 @@ export function createLimiterCounts (options: LimiterCountsOptions): LimiterCoun
     reportTimer = undefined
     if (unreportedCount === 0) {
       // Said as seen: with no requests at all meanwhile, Redis may still be down (its own line says when it is back).
-      options.log.info({}, `rate limiter: no request answered from this instance's own count in the last ${REPORT_EVERY_MS / 1000} s`)
+      options.log.info({}, `rate limiter: no request answered from this instance's own count in the last ${reportEveryMs / 1000} s`)
       return
     }
     const counts = takeUnreported()
-    options.log.warn({ ...counts, periodMs: REPORT_EVERY_MS, waitsMs: options.waitsMs },
-      `rate limiter: ${counts.total} requests answered from this instance's own count in the last ${REPORT_EVERY_MS / 1000} s (Redis late or unavailable): their limits held per instance, not across instances`)
+    options.log.warn({ ...counts, periodMs: reportEveryMs, waitsMs: options.waitsMs },
+      `rate limiter: ${counts.total} requests answered from this instance's own count in the last ${reportEveryMs / 1000} s (Redis late or unavailable): their limits held per instance, not across instances`)
     schedule()
   }
 
   function schedule (): void {
-    reportTimer = setTimeout(report, REPORT_EVERY_MS)
+    reportTimer = setTimeout(report, reportEveryMs)
     reportTimer.unref()
   }
 
@@ -99,7 +106,7 @@ export function createLimiterCounts (options: LimiterCountsOptions): LimiterCoun
       return Object.fromEntries(Object.entries(totals).map(([tier, bySource]) => [tier, { ...bySource }]))
     },
     degraded () {
-      return now() - lastLocalAt < DEGRADED_FOR_MS
+      return now() - lastLocalAt < degradedForMs
     },
     close () {
       clearTimeout(reportTimer)

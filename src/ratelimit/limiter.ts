@@ -19,7 +19,7 @@ import type { Config } from '../config.js'
 import { AppError } from '../core/errors.js'
 import type { Clock } from '../infra/clock.js'
 import { CounterStore } from './counter-store.js'
-import { createLimiterCounts, type LimiterCounts } from './limiter-counts.js'
+import { createLimiterCounts, type LimiterCounts, type LimiterTiming } from './limiter-counts.js'
 import { tierTable, type Tier, type TierLimit, type TierTable } from './tiers.js'
 import { logThrottled } from '../infra/throttled-log.js'
 
@@ -57,6 +57,9 @@ export interface LimiterOptions {
   clock: Clock
   /** Replaces tier maxima (the benchmark keeps its one user under every limit). Never from the environment. */
   maxOverride?: Partial<Record<Exclude<Tier, 'exempt'>, number>>
+  /** How often local answers are summarised in the log, and how long health stays degraded after one
+   *  (limiter-counts.ts; tests shorten them). Never from the environment. */
+  timing?: LimiterTiming
   /** Told of every decision (the metrics count them by tier). */
   onDecision?: (tier: CountedTier, allowed: boolean) => void
   /** Told of each count answered by this instance alone (Redis late or failing): the health report
@@ -104,7 +107,8 @@ export async function createLimiter (app: FastifyInstance, options: LimiterOptio
   const table = tierTable(config)
   const counts = createLimiterCounts({
     log: app.log,
-    waitsMs: Object.fromEntries(Object.entries(table).map(([tier, limit]) => [tier, limit.redisWaitMs]))
+    waitsMs: Object.fromEntries(Object.entries(table).map(([tier, limit]) => [tier, limit.redisWaitMs])),
+    timing: options.timing
   })
   app.addHook('onClose', async () => {
     store.close()

@@ -1,13 +1,14 @@
-// Builds the real app for a test: PGlite in a fresh DATA_DIR by default; Postgres and Redis when
-// DATABASE_URL / REDIS_URL are set in the environment (CI runs the suite both ways).
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+// Builds the real app for a test: PGlite in a fresh DATA_DIR by default (a copy of a database
+// migrated once, test/helpers/database-template.ts); Postgres and Redis when DATABASE_URL / REDIS_URL
+// are set in the environment (CI runs the suite both ways).
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes, randomInt, randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Clock } from '../../src/infra/clock.js'
+import { migratedDataDir, temporaryDir } from './database-template.js'
 import { startOwnPgBouncer } from './own-pgbouncer.js'
 
 /**
@@ -30,9 +31,11 @@ export interface TestApp {
 export function testEnv (overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   // A test that names its own database names its direct URL too (or has none).
   const ownDatabase = 'DATABASE_URL' in overrides
+  const databaseUrl = ownDatabase ? overrides.DATABASE_URL : pooler?.url ?? process.env.DATABASE_URL
   return {
     NODE_ENV: 'test',
-    DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-test-')),
+    // A DATA_DIR given is used as it is (a restart on the same data); a new one starts migrated.
+    DATA_DIR: 'DATA_DIR' in overrides ? overrides.DATA_DIR : databaseUrl === undefined ? migratedDataDir() : temporaryDir(),
     DATABASE_URL: pooler?.url ?? process.env.DATABASE_URL,
     DATABASE_DIRECT_URL: ownDatabase || pooler === undefined ? undefined : process.env.DATABASE_URL,
     REDIS_URL: process.env.REDIS_URL,
@@ -73,23 +76,38 @@ export function uniqueEmail (label = 'user'): string {
 
 export interface SentMail { to: string, subject: string, text: string, token: string }
 
-/** Every message in the outbox, oldest first. A file another request is still writing (sign-ins
- *  in parallel) does not parse yet and is skipped: it is not the one the caller waited for. */
-function outbox (config: Config): Array<Omit<SentMail, 'token'>> {
+interface OutboxIndex { read: Set<string>, byRecipient: Map<string, Array<{ file: string, mail: Omit<SentMail, 'token'> }>> }
+/** What was read of each outbox folder: a message file, once whole, never changes, so each is read
+ *  once (a file that sign-ins make hundreds of would otherwise be read hundreds of times). */
+const outboxes = new Map<string, OutboxIndex>()
+
+/** The messages the outbox holds for `to`, oldest first. A file another request is still writing
+ *  (sign-ins in parallel) does not parse yet and is skipped: it is not the one the caller waited for. */
+function mailsTo (config: Config, to: string): Array<Omit<SentMail, 'token'>> {
   const dir = join(config.dataDir, 'outbox')
-  return readdirSync(dir).sort().flatMap((f) => {
+  let index = outboxes.get(dir)
+  if (index === undefined) outboxes.set(dir, index = { read: new Set(), byRecipient: new Map() })
+  for (const file of readdirSync(dir)) {
+    if (index.read.has(file)) continue
+    let mail: Omit<SentMail, 'token'>
     try {
-      return [JSON.parse(readFileSync(join(dir, f), 'utf8')) as Omit<SentMail, 'token'>]
+      mail = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Omit<SentMail, 'token'>
     } catch {
-      return []
+      continue
     }
-  })
+    index.read.add(file)
+    const mails = index.byRecipient.get(mail.to) ?? []
+    mails.push({ file, mail })
+    // File names start with the time of writing: their order is the order sent.
+    mails.sort((a, b) => a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
+    index.byRecipient.set(mail.to, mails)
+  }
+  return (index.byRecipient.get(to.toLowerCase()) ?? []).map((m) => m.mail)
 }
 
 /** The newest message the outbox holds for `to`, with the `token=` value of its link. */
 export function lastMailTo (config: Config, to: string): SentMail {
-  const mails = outbox(config)
-  const mail = mails.filter((m) => m.to === to.toLowerCase()).at(-1)
+  const mail = mailsTo(config, to).at(-1)
   if (mail === undefined) throw new Error(`no mail to ${to}`)
   const token = /token=([A-Za-z0-9_-]+)/.exec(mail.text)?.[1]
   if (token === undefined) throw new Error(`mail to ${to} has no token`)
@@ -98,7 +116,7 @@ export function lastMailTo (config: Config, to: string): SentMail {
 
 export function mailCount (config: Config, to: string): number {
   try {
-    return outbox(config).filter((m) => m.to === to.toLowerCase()).length
+    return mailsTo(config, to).length
   } catch {
     return 0 // no outbox folder yet
   }

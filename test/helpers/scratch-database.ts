@@ -1,9 +1,10 @@
 // A Postgres database of a test's own on the shared server (created from DATABASE_URL's superuser
 // connection, dropped at the end), for tests whose work is database-wide — pruning with a clock
 // moved a month ahead, roles and grants — and so must not touch the rows of test files running
-// beside them.
+// beside them. `migrated: true` starts it as a copy of a migrated template (database-template.ts).
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
+import { migratedPostgresTemplate } from './database-template.js'
 
 export interface ScratchDatabase {
   readonly name: string
@@ -14,7 +15,7 @@ export interface ScratchDatabase {
   drop (): Promise<void>
 }
 
-export async function createScratchDatabase (superuserUrl: string, label: string, options: { owner?: string } = {}): Promise<ScratchDatabase> {
+export async function createScratchDatabase (superuserUrl: string, label: string, options: { owner?: string, migrated?: boolean } = {}): Promise<ScratchDatabase> {
   const name = `${label}_${randomBytes(4).toString('hex')}`
   const urlAs = (user?: string, database = name): string => {
     const url = new URL(superuserUrl)
@@ -30,7 +31,8 @@ export async function createScratchDatabase (superuserUrl: string, label: string
     await client.connect()
     try { await client.query(statement) } finally { await client.end() }
   }
-  await superuser(`create database ${name}${options.owner === undefined ? '' : ` owner ${options.owner}`}`)
+  const template = options.migrated === true ? ` template ${await migratedPostgresTemplate(superuserUrl)}` : ''
+  await superuser(`create database ${name}${template}${options.owner === undefined ? '' : ` owner ${options.owner}`}`)
   return {
     name,
     urlAs,

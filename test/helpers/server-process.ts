@@ -1,16 +1,15 @@
 // The service as a process of its own (`src/server.ts`: configuration, listen, SIGTERM), for the
 // tests of what only a process shows: start-up refusals, signals, the exit code, logs at info.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { migratedDataDir } from './database-template.js'
 
 export interface ServerProcess { child: ChildProcessWithoutNullStreams, url: string, exited: Promise<number | null> }
 
-/** The environment of such a process: a fresh DATA_DIR, logs at info as in production, a free port. */
+/** The environment of such a process: a fresh DATA_DIR (its embedded database migrated), logs at
+ *  info as in production, a free port. */
 export const serverEnv = (): NodeJS.ProcessEnv => ({
   ...process.env,
-  DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-process-')),
+  DATA_DIR: migratedDataDir('canvas-process-'),
   LOG_LEVEL: 'info',
   HOST: '127.0.0.1',
   PORT: '0'
