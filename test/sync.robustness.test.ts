@@ -54,10 +54,10 @@ t.test('a stream that throws when written to is ended and costs the other stream
     end () { ended++; throw new Error('this transport cannot even end') },
     abort () {}
   }
+  const from = logs.lines.length
   const handle = s.app.live.streams.open(broken, { userId: member.userId, sessionId: 'broken-session', slot: { id: 'broken', keys: [], place: 'local' } })
   t.teardown(() => { handle.close() })
   const healthy = await stream(t, s, owner)
-  const from = logs.lines.length
 
   for (const title of ['first', 'second', 'third']) {
     t.equal((await owner.rest('POST', '/api/sparks', { roomId, title, x: 0, y: 0 })).statusCode, 201)
@@ -65,7 +65,9 @@ t.test('a stream that throws when written to is ended and costs the other stream
   for (const title of ['first', 'second', 'third']) await healthy.waitFor((m) => m.json.payload?.title === title)
   t.pass('every event reached the healthy stream')
   t.equal(attempts.length, 1, 'the broken stream was written to once')
-  t.match(attempts[0], /"type":"spark:created"/)
+  // The first event offered to it: a spark, or under load the setup's own room event still being
+  // delivered (a stream starts at the position its instance has delivered).
+  t.match(attempts[0], /"type":"(spark|room):created"/)
   t.equal(ended, 1, 'and ended (its client would reconnect with Last-Event-ID)')
   const failures = logs.matching((line) => line.msg === 'live events: writing to a stream failed; ending it', from)
   t.equal(failures.length, 1, 'the failure was logged')
