@@ -68,5 +68,7 @@ t.test('while 3 layouts of 1,000 tiles run, the event loop stays responsive and 
   t.same(done.map((d) => d.status), [200, 200, 200])
   t.equal(health.status, 200)
   t.ok(healthAt < lastDoneAt, `/health (sent at ${healthSentAt.toFixed(0)} ms) answered at ${healthAt.toFixed(0)} ms, the last layout at ${lastDoneAt.toFixed(0)} ms`)
-  t.ok(maxDelayMs < oneLayoutMs / 2, `longest event-loop delay ${maxDelayMs.toFixed(0)} ms (p99 ${(delay.percentile(99) / 1e6).toFixed(0)} ms) < half of one layout on this thread (${oneLayoutMs.toFixed(0)} ms)`)
+  // A layout run on this thread would block it for a whole layout; the quarter left is for the
+  // scheduler, which pauses this process now and then while other test files run beside it.
+  t.ok(maxDelayMs < oneLayoutMs * 0.75, `longest event-loop delay ${maxDelayMs.toFixed(0)} ms (p99 ${(delay.percentile(99) / 1e6).toFixed(0)} ms) < three quarters of one layout on this thread (${oneLayoutMs.toFixed(0)} ms)`)
 })
