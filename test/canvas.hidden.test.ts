@@ -44,6 +44,9 @@ async function roomWithHiddenSpark (): Promise<Room> {
   const opened = await member.rest('GET', `/api/canvas/state?roomId=${roomId}`)
   if (opened.statusCode !== 200) throw new Error(opened.body)
   await inTransaction(s.app.deps, async (tx) => await takeAction(tx, s.app.deps, admin, { kind: 'hide', targetType: 'spark', targetId: hidden }))
+  // Hiding tells the others the spark is gone (spark:deleted): delivered before the tests below mark
+  // the bus, so that only what they cause comes after their mark (on Postgres delivery may lag).
+  await bus.waitFor((e) => e.type === 'spark:deleted' && e.payload.id === hidden)
   return { roomId, hidden, authorTile, ownerTile }
 }
 

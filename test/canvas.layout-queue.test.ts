@@ -11,12 +11,26 @@ import { startApp } from './helpers/app.js'
 import { plain, signInPerson } from './helpers/people.js'
 import { seedTiles } from './helpers/tiles.js'
 
-const s = await startApp({ COMPUTE_THREADS: '1', COMPUTE_QUEUE: '1' })
+// METRICS_PORT: the pool's load is read from canvas_compute_tasks, so a test sends its extra
+// layouts once the thread and the queue are both taken, whatever the machine's speed.
+const s = await startApp({ COMPUTE_THREADS: '1', COMPUTE_QUEUE: '1', METRICS_PORT: '0' })
 t.teardown(s.close)
 const owner = await signInPerson(s, 'crowd')
 const roomId = (await owner.rest('POST', '/api/rooms', { name: 'Busy canvas', isPublic: true })).json().data.id as string
 const ids = await seedTiles(s, roomId, owner.userId, MAX_TILES_PER_ROOM)
 const expected = forceDirectedLayout(ids)
+
+/** Resolves once `n` layouts are running or waiting in the pool. */
+async function inPool (n: number): Promise<void> {
+  const deadline = Date.now() + 30_000
+  while (Date.now() < deadline) {
+    const text = await (await fetch(`http://127.0.0.1:${String(s.app.metricsPort())}/metrics`)).text()
+    const count = [...text.matchAll(/^canvas_compute_tasks\{state="(?:running|waiting)"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
+    if (count >= n) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`${n} layouts never reached the pool`)
+}
 
 interface Outcome { transport: 'rest' | 'rpc', status: number, retryAfter: string | null, message: string, positions?: unknown }
 
@@ -40,7 +54,7 @@ t.test('layouts past the queue are refused with 503 / unavailable and Retry-Afte
   // One layout of 1,000 tiles keeps the only thread busy far longer than the requests below take
   // to arrive: the first two fill the thread and the queue, the next four find both taken.
   const accepted = [viaRest(), viaRpc()]
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await inPool(2)
   const refused = await Promise.all([viaRest(), viaRpc(), viaRest(), viaRpc()])
   for (const outcome of refused) {
     t.match(outcome, { status: 503, message: /^The layout cannot start now: the compute queue is full \(1 running, 1 waiting\); try again shortly\.$/ }, `${outcome.transport} refused`)
@@ -57,7 +71,7 @@ t.test('layouts past the queue are refused with 503 / unavailable and Retry-Afte
 
 t.test('a refused REST layout carries the full 503 envelope', async (t) => {
   const running = [viaRest(), viaRest()]
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await inPool(2)
   const res = await owner.rest('POST', '/api/canvas/layout/compute', { roomId, algorithm: 'force-directed' })
   t.equal(res.statusCode, 503)
   const body = res.json()

@@ -132,16 +132,16 @@ t.test('close() stops a task that outlives the grace time', async (t) => {
 })
 
 t.test('COMPUTE_THREADS and COMPUTE_QUEUE: defaults and validation', async (t) => {
-  const defaults = loadConfig(testEnv())
+  const defaults = loadConfig(testEnv({}, { migrated: false }))
   t.equal(defaults.computeThreads, Math.max(1, availableParallelism() - 1), 'all cores but one, at least one')
   t.equal(defaults.computeQueue, 4 * defaults.computeThreads)
-  const set = loadConfig(testEnv({ COMPUTE_THREADS: '3', COMPUTE_QUEUE: '5' }))
+  const set = loadConfig(testEnv({ COMPUTE_THREADS: '3', COMPUTE_QUEUE: '5' }, { migrated: false }))
   t.same([set.computeThreads, set.computeQueue], [3, 5])
-  t.equal(loadConfig(testEnv({ COMPUTE_THREADS: '2' })).computeQueue, 8, 'the queue follows the threads')
+  t.equal(loadConfig(testEnv({ COMPUTE_THREADS: '2' }, { migrated: false })).computeQueue, 8, 'the queue follows the threads')
   for (const [name, value] of [['COMPUTE_THREADS', '0'], ['COMPUTE_THREADS', 'two'], ['COMPUTE_QUEUE', '0'], ['COMPUTE_QUEUE', '-1']] as const) {
-    t.throws(() => loadConfig(testEnv({ [name]: value })), new ConfigError(name, ''), `${name}=${value} is refused`)
+    t.throws(() => loadConfig(testEnv({ [name]: value }, { migrated: false })), new ConfigError(name, ''), `${name}=${value} is refused`)
     try {
-      loadConfig(testEnv({ [name]: value }))
+      loadConfig(testEnv({ [name]: value }, { migrated: false }))
     } catch (error) {
       t.equal((error as ConfigError).variable, name, 'the error names the variable')
     }

@@ -79,10 +79,10 @@ t.test('not served on the public port; nothing but GET /metrics on the metrics p
 })
 
 t.test('METRICS_PORT: unset is off; the public port is refused', async (t) => {
-  t.equal(loadConfig(testEnv()).metricsPort, undefined)
-  t.equal(loadConfig(testEnv({ METRICS_PORT: '9464' })).metricsPort, 9464)
-  t.throws(() => loadConfig(testEnv({ PORT: '8080', METRICS_PORT: '8080' })), /METRICS_PORT: must differ from PORT/)
-  t.throws(() => loadConfig(testEnv({ METRICS_PORT: 'nine' })), /METRICS_PORT/)
+  t.equal(loadConfig(testEnv({}, { migrated: false })).metricsPort, undefined)
+  t.equal(loadConfig(testEnv({ METRICS_PORT: '9464' }, { migrated: false })).metricsPort, 9464)
+  t.throws(() => loadConfig(testEnv({ PORT: '8080', METRICS_PORT: '8080' }, { migrated: false })), /METRICS_PORT: must differ from PORT/)
+  t.throws(() => loadConfig(testEnv({ METRICS_PORT: 'nine' }, { migrated: false })), /METRICS_PORT/)
 })
 
 /** Whether a TCP connection to host:port is accepted. */
@@ -100,5 +100,5 @@ t.test('METRICS_HOST: the metrics listen on 127.0.0.1 by default, not on HOST (0
   // Another address of the machine (still loopback, so the test talks to nothing else): a listener on
   // 0.0.0.0 would take it, one bound to 127.0.0.1 does not.
   t.notOk(await accepts('127.0.0.2', metricsPort), 'not reachable on any other address')
-  t.equal(loadConfig(testEnv({ METRICS_HOST: '0.0.0.0' })).metricsHost, '0.0.0.0', 'an operator may open it')
+  t.equal(loadConfig(testEnv({ METRICS_HOST: '0.0.0.0' }, { migrated: false })).metricsHost, '0.0.0.0', 'an operator may open it')
 })

@@ -148,7 +148,7 @@ t.test('CLIENT_IP_HEADERS: only the listed headers, in the listed order (DECISIO
 t.test('CLIENT_IP_HEADERS and the retired CDN_IP_HEADER at start', async (t) => {
   const failure = (env: Record<string, string>): unknown => {
     try {
-      loadConfig(testEnv(env))
+      loadConfig(testEnv(env, { migrated: false }))
     } catch (error) {
       return error
     }
@@ -161,6 +161,6 @@ t.test('CLIENT_IP_HEADERS and the retired CDN_IP_HEADER at start', async (t) => 
     const error = failure({ CLIENT_IP_HEADERS: bad })
     t.ok(error instanceof ConfigError && error.variable === 'CLIENT_IP_HEADERS', `"${bad}" is refused naming CLIENT_IP_HEADERS`)
   }
-  t.same(loadConfig(testEnv()).clientIpHeaders, ['cf-connecting-ip', 'x-real-ip', 'x-forwarded-for'], 'the default: SPEC\'s order')
-  t.same(loadConfig(testEnv({ CLIENT_IP_HEADERS: ' True-Client-IP , x-forwarded-for ' })).clientIpHeaders, ['true-client-ip', 'x-forwarded-for'])
+  t.same(loadConfig(testEnv({}, { migrated: false })).clientIpHeaders, ['cf-connecting-ip', 'x-real-ip', 'x-forwarded-for'], 'the default: SPEC\'s order')
+  t.same(loadConfig(testEnv({ CLIENT_IP_HEADERS: ' True-Client-IP , x-forwarded-for ' }, { migrated: false })).clientIpHeaders, ['true-client-ip', 'x-forwarded-for'])
 })

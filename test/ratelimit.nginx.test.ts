@@ -89,7 +89,7 @@ async function cluster (t: Test, clientIpHeaders: string | undefined): Promise<n
   const urls: string[] = []
   answered = [0, 0]
   for (let i = 0; i < 2; i++) {
-    const app = await buildApp(loadConfig(testEnv(env)), { database })
+    const app = await buildApp(loadConfig(testEnv(env, { migrated: false })), { database })
     app.addHook('onResponse', async () => { answered[i]!++ })
     urls.push(await app.listen({ port: 0, host: '127.0.0.1' }))
     t.teardown(async () => { await app.close() })

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/database.js'
+import { createLimiterCounts } from '../src/ratelimit/limiter-counts.js'
 import { startApp, testEnv, uniqueClientIp, uniqueEmail, type TestApp } from './helpers/app.js'
 import { startDelayProxy } from './helpers/delay-proxy.js'
 import { startOwnRedis } from './helpers/own-redis.js'
@@ -120,4 +121,23 @@ t.test('a summary line while late answers go on, then healthy again by itself', 
   t.same(await health(slow), { httpStatus: 200, status: 'healthy', cache: 'healthy' })
   await eventually('the all-clear line', () => limiterLines(INFO).some((l) => l.msg.includes(`no request answered from this instance's own count in the last ${REPORT_EVERY_MS / 1000} s`)), 15_000)
   t.equal(limiterLines(WARN).length, 2, 'no more warnings once nothing is late')
+})
+
+t.test('in production, health stays degraded for 10 s after the last count answered alone', async (t) => {
+  let now = 0
+  const warnings: string[] = []
+  const counts = createLimiterCounts({ log: { warn: (_details, message) => { warnings.push(message) }, info: () => {} }, waitsMs: { read: 10 }, now: () => now })
+  t.teardown(() => { counts.close() })
+  t.notOk(counts.degraded(), 'nothing late yet')
+  counts.record('read', 'shared')
+  t.notOk(counts.degraded(), 'a shared count is no degradation')
+  counts.record('read', 'late')
+  t.equal(warnings.length, 1, 'the first late answer is logged at once')
+  now = 9_999
+  t.ok(counts.degraded(), 'degraded 9,999 ms later')
+  counts.record('read', 'unavailable')
+  now = 9_999 + 9_999
+  t.ok(counts.degraded(), 'a later local answer extends it')
+  now = 9_999 + 10_000
+  t.notOk(counts.degraded(), 'healthy 10 s after the last one')
 })

@@ -309,7 +309,7 @@ t.test('a fixed window started by the first request: with the memory store, time
 })
 
 t.test('the tier table through the one limiter: every tier\'s limit, exempt unlimited', async (t) => {
-  const config = loadConfig(testEnv({ REDIS_URL: undefined, RATE_LIMIT_MAX_REQUESTS: '12' }))
+  const config = loadConfig(testEnv({ REDIS_URL: undefined, RATE_LIMIT_MAX_REQUESTS: '12' }, { migrated: false }))
   const app = Fastify()
   const limiter = await createLimiter(app, { config, redis: undefined, clock: movableClock() })
   app.get<{ Params: { tier: Tier } }>('/:tier', async (request) => await limiter.hit(request, request.params.tier, 'user_table') ?? 'unlimited')

@@ -20,7 +20,7 @@ import { signInPerson } from './helpers/people.js'
 const database = await openDatabase(loadConfig(testEnv()))
 t.teardown(async () => { await database.close() })
 async function start (overrides: Record<string, string>): Promise<TestApp> {
-  const config = loadConfig(testEnv(overrides))
+  const config = loadConfig(testEnv(overrides, { migrated: false }))
   const app = await buildApp(config, { database })
   const url = await app.listen({ port: 0, host: '127.0.0.1' })
   return { app, config, url, close: async () => { await app.close() } }

@@ -27,7 +27,7 @@ type Route = 'plain' | 'connect-fastify'
 
 /** An app that records which route answered each call under /rpc. */
 async function recordingApp (overrides: Record<string, string>, database: Awaited<ReturnType<typeof openDatabase>>): Promise<TestApp & { routes: Route[] }> {
-  const config = loadConfig(testEnv(overrides))
+  const config = loadConfig(testEnv(overrides, { migrated: false }))
   const app = await buildApp(config, { database })
   const routes: Route[] = []
   // onResponse: it also sees calls the gate refused before any other hook could run.
@@ -155,7 +155,7 @@ t.test('RPC_PLAIN_UNARY: true by default, false turns the plain route off, anyth
   t.equal(off.config.rpcPlainUnary, false)
   let thrown: unknown
   try {
-    loadConfig(testEnv({ RPC_PLAIN_UNARY: 'off' }))
+    loadConfig(testEnv({ RPC_PLAIN_UNARY: 'off' }, { migrated: false }))
   } catch (error) {
     thrown = error
   }

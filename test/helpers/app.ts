@@ -28,14 +28,18 @@ export interface TestApp {
   close (): Promise<void>
 }
 
-export function testEnv (overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+/**
+ * The environment of a test's app. Its DATA_DIR is new, with the embedded database already migrated
+ * unless `migrated: false` (a configuration check, or an app handed a database of its own: no copy to
+ * make), or given (a restart on the same data).
+ */
+export function testEnv (overrides: Record<string, string | undefined> = {}, { migrated = true } = {}): Record<string, string | undefined> {
   // A test that names its own database names its direct URL too (or has none).
   const ownDatabase = 'DATABASE_URL' in overrides
   const databaseUrl = ownDatabase ? overrides.DATABASE_URL : pooler?.url ?? process.env.DATABASE_URL
   return {
     NODE_ENV: 'test',
-    // A DATA_DIR given is used as it is (a restart on the same data); a new one starts migrated.
-    DATA_DIR: 'DATA_DIR' in overrides ? overrides.DATA_DIR : databaseUrl === undefined ? migratedDataDir() : temporaryDir(),
+    DATA_DIR: 'DATA_DIR' in overrides ? overrides.DATA_DIR : migrated && databaseUrl === undefined ? migratedDataDir() : temporaryDir(),
     DATABASE_URL: pooler?.url ?? process.env.DATABASE_URL,
     DATABASE_DIRECT_URL: ownDatabase || pooler === undefined ? undefined : process.env.DATABASE_URL,
     REDIS_URL: process.env.REDIS_URL,
@@ -52,7 +56,7 @@ export function testEnv (overrides: Record<string, string | undefined> = {}): Re
 }
 
 export async function startApp (overrides: Record<string, string | undefined> = {}, options: BuildOptions = {}): Promise<TestApp> {
-  const config = loadConfig(testEnv(overrides))
+  const config = loadConfig(testEnv(overrides, { migrated: options.database === undefined }))
   const app = await buildApp(config, options)
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   return { app, config, url: address, close: async () => { await app.close() } }
