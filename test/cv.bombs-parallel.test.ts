@@ -8,7 +8,7 @@ import { Code } from '@connectrpc/connect'
 import { PassportService } from '../src/gen/app/passport/v1/passport_pb.js'
 import { PROBE_TIMEOUT_MS } from '../src/db/database-probe.js'
 import { startApp } from './helpers/app.js'
-import { doubleFlateBomb, encryptedBomb, escapedFilterBomb, nestedParmsBomb, pdfBomb, postCv, warmCvParser } from './helpers/cv-files.js'
+import { cvForm, doubleFlateBomb, encryptedBomb, escapedFilterBomb, nestedParmsBomb, pdfBomb, postCv, postCvForm, warmCvParser } from './helpers/cv-files.js'
 import { rpcError, signInPerson } from './helpers/people.js'
 import { MiB, mib, rssGrowth } from './helpers/rss.js'
 
@@ -21,7 +21,7 @@ t.test('five bombs at once: all refused, /health and a room read answered meanwh
   const reader = await signInPerson(s, 'reader')
   const room = (await reader.rest('POST', '/api/rooms', { name: 'busy times' })).json().data
   const bomber = await signInPerson(s, 'parallel')
-  const files = [pdfBomb(1024), doubleFlateBomb(), nestedParmsBomb(), escapedFilterBomb(), encryptedBomb()]
+  const bombs = [pdfBomb(1024), doubleFlateBomb(), nestedParmsBomb(), escapedFilterBomb(), encryptedBomb()].map((file) => cvForm(file))
 
   const state = { running: true }
   const reads: number[] = []
@@ -44,9 +44,9 @@ t.test('five bombs at once: all refused, /health and a room read answered meanwh
   // probes above running, bring this process (which also runs the test's client) to what handling
   // them takes, so what is measured below is what the bombs add beyond ordinary files of their size.
   await Promise.all(Array.from({ length: 5 }, async () => { await warmCvParser(s.url, bomber.cookie) }))
-  const ordinary = Buffer.concat([Buffer.from('Jane Doe\nSkills\nGo\n'), Buffer.alloc(1024 * 1024, 0x20)])
-  t.same((await Promise.all(files.map(async () => await postCv(s.url, bomber.cookie, ordinary)))).map((r) => r.status), [200, 200, 200, 200, 200], 'five ordinary files at once')
-  const { result, growth } = await rssGrowth(async () => await Promise.all(files.map(async (file) => await postCv(s.url, bomber.cookie, file))))
+  const ordinary = cvForm(Buffer.concat([Buffer.from('Jane Doe\nSkills\nGo\n'), Buffer.alloc(1024 * 1024, 0x20)]))
+  t.same((await Promise.all(bombs.map(async () => await postCvForm(s.url, bomber.cookie, ordinary)))).map((r) => r.status), [200, 200, 200, 200, 200], 'five ordinary files at once')
+  const { result, growth } = await rssGrowth(async () => await Promise.all(bombs.map(async (form) => await postCvForm(s.url, bomber.cookie, form))))
   state.running = false
   await meanwhile
   // Each bomb is refused: 400 UnreadableFile once its parser ran past the limit, or, on a machine

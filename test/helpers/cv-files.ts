@@ -3,7 +3,9 @@
 // that lie, streams that unpack to gigabytes). Each is at most a few MiB, and built in well under a
 // second without ever holding what it unpacks to.
 import { createHash } from 'node:crypto'
+import http from 'node:http'
 import { constants, crc32, deflateRawSync, deflateSync } from 'node:zlib'
+import { multipartBytes } from './uploads.js'
 
 /** A PDF string literal's text with its special characters escaped. */
 function pdfText (text: string): string {
@@ -326,6 +328,28 @@ export async function postCv (url: string, cookie: string, content: Buffer, file
   form.append('file', new Blob([new Uint8Array(content)]), filename)
   const response = await fetch(`${url}/api/cv/parse`, { method: 'POST', headers: { cookie: `app_session=${cookie}` }, body: form })
   return { status: response.status, body: await response.json(), retryAfter: response.headers.get('retry-after') }
+}
+
+/** The form `POST /api/cv/parse` takes, built ahead of sending: a test that measures this process's
+ *  memory while the service handles CVs builds its requests before it starts measuring, so the
+ *  client's copies of each file are not counted as the service's. */
+export function cvForm (content: Buffer, filename = 'cv.bin'): { body: Buffer, contentType: string } {
+  return multipartBytes({ name: 'file', filename, content })
+}
+
+/** Sends a form built by `cvForm` over node:http, writing its bytes as they are. */
+export async function postCvForm (url: string, cookie: string, form: { body: Buffer, contentType: string }): Promise<{ status: number, body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return await new Promise((resolve, reject) => {
+    const request = http.request(`${url}/api/cv/parse`, { method: 'POST', headers: { cookie: `app_session=${cookie}`, 'content-type': form.contentType, 'content-length': String(form.body.length) } }, (response) => {
+      let text = ''
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => { text += chunk })
+      response.on('end', () => { resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }) })
+      response.on('error', reject)
+    })
+    request.on('error', reject)
+    request.end(form.body)
+  })
 }
 
 /** Parses a tiny text CV until the app's CV parser answers: a parser process starts with the first
