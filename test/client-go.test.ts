@@ -6,12 +6,12 @@
 // Go toolchain or libraries are absent (CI installs them).
 import t from 'tap'
 import { execFile, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { GRPC_SERVICES, RPC_SERVICES } from '../src/rpc/index.js'
 import { startApp, uniqueEmail } from './helpers/app.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const TOOLS = ['go', 'protoc', 'protoc-gen-go', 'protoc-gen-go-grpc']
 const LIBRARIES = ['google.golang.org/grpc/health/grpc_health_v1', 'google.golang.org/protobuf/proto', 'google.golang.org/genproto/googleapis/rpc/errdetails']
@@ -32,7 +32,7 @@ interface Summary {
 }
 
 t.test('clients/go: generated, built and run against the service at the standard paths', { skip }, async (t) => {
-  const work = mkdtempSync(join(tmpdir(), 'canvas-go-client-'))
+  const work = temporaryDir('canvas-go-client-')
   t.teardown(() => { rmSync(work, { recursive: true, force: true }) })
   const binary = join(work, 'canvas-go-client')
   await promisify(execFile)('bash', [join(import.meta.dirname, '..', 'clients', 'go', 'build.sh'), binary, join(work, 'gopath')], { timeout: 600_000 })

@@ -1,12 +1,12 @@
 // Configuration: parsed once, a bad value names its variable; the server refuses to start on one.
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
-const dataDir = (): string => mkdtempSync(join(tmpdir(), 'canvas-config-'))
+const dataDir = (): string => temporaryDir('canvas-config-')
 
 t.test('defaults', async (t) => {
   const dir = dataDir()

@@ -6,9 +6,6 @@
 // machine's shared Postgres would break every other test file running beside this one.
 import t, { type Test } from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { postgresListener } from '../src/infra/notification-listener.js'
@@ -16,6 +13,7 @@ import { startApp, uniqueClientIp, type TestApp } from './helpers/app.js'
 import { ownPostgresUnavailable, startOwnPostgres } from './helpers/own-postgres.js'
 import { signInPerson, type Person } from './helpers/people.js'
 import { positionsIncrease, openStream, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 /** What one request got: success, the outage answer (503 / UNAVAILABLE), or anything else. */
 type Verdict = 'ok' | 'unavailable' | 'other'
@@ -305,7 +303,7 @@ async function outageTests (): Promise<void> {
     const build = spawnSync('npm', ['run', '--silent', 'build'], { encoding: 'utf8', timeout: 150_000 })
     t.equal(build.status, 0, build.stderr)
     const child = spawn(process.execPath, ['--enable-source-maps', 'dist/src/server.js'], {
-      env: { ...process.env, DATABASE_URL: cluster.url, REDIS_URL: undefined, DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-outage-')), LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' },
+      env: { ...process.env, DATABASE_URL: cluster.url, REDIS_URL: undefined, DATA_DIR: temporaryDir('canvas-outage-'), LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0' },
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let stderr = ''

@@ -6,12 +6,12 @@
 // (Debian's `chromium` package: `apt-get install -y chromium`).
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import puppeteer, { type Browser } from 'puppeteer-core'
 import { API_TITLE } from '../src/rest/openapi.js'
 import { startApp, type TestApp } from './helpers/app.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const HOST = 'internal-host'
@@ -19,7 +19,7 @@ const HOST = 'internal-host'
 if (!existsSync(CHROMIUM)) {
   t.test('/docs in Chromium', { skip: `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)` }, async () => {})
 } else {
-  const dir = mkdtempSync(join(tmpdir(), 'docs-tls-'))
+  const dir = temporaryDir('docs-tls-')
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${HOST}`], { stdio: 'ignore' })

@@ -6,8 +6,7 @@
 // (PERMISSION_DENIED, INVALID_ARGUMENT with its details) come through Connect's own trailers.
 import t from 'tap'
 import { execFile, execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf'
 import { GetMeResponseSchema, PingRequestSchema } from '../src/gen/app/auth/v1/auth_pb.js'
@@ -16,6 +15,7 @@ import { BadRequestSchema } from '../src/gen/google/rpc/error_details_pb.js'
 import { findTrailerError } from '@connectrpc/connect/protocol-grpc'
 import { lastMailTo, startApp, uniqueClientIp, uniqueEmail, type TestApp } from './helpers/app.js'
 import { signInWithCookie } from './helpers/sign-in.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const PYTHON = '/usr/bin/python3'
 const CLIENT = join(import.meta.dirname, 'helpers', 'grpcio_client.py')
@@ -77,7 +77,7 @@ function tamperedTokens (token: string): { altered: string, algNone: string } {
 }
 
 async function run (): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'canvas-grpcio-'))
+  const dir = temporaryDir('canvas-grpcio-')
   const key = join(dir, 'key.pem')
   const cert = join(dir, 'cert.pem')
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1',

@@ -3,13 +3,13 @@
 // minute. Rounds are counted (a test hook), never timed: the monitor's clock is the test's own, and
 // the app-level bound compares rounds with the seconds that passed.
 import t from 'tap'
-import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHealthMonitor, MAX_AGE_MS, REFRESH_EVERY_MS } from '../src/http/health-monitor.js'
 import type { HealthProbe } from '../src/core/health.js'
 import { createLocalStorage } from '../src/infra/storage-local.js'
 import { startApp } from './helpers/app.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const silent = { info () {}, warn () {}, error () {} }
 
@@ -105,7 +105,7 @@ t.test('the app: 200 parallel requests make one round; under a steady flood, at 
 })
 
 t.test('the storage probe checks access every round and writes at most once a minute', async (t) => {
-  const root = join(mkdtempSync(join(tmpdir(), 'canvas-probe-')), 'uploads')
+  const root = join(temporaryDir('canvas-probe-'), 'uploads')
   t.teardown(() => { rmSync(join(root, '..'), { recursive: true, force: true }) })
   const storage = await createLocalStorage({ kind: 'local', dir: root, reserveBytes: 0 }, silent)
   const partial = join(root, '.partial')

@@ -3,9 +3,8 @@
 // Connect transports over HTTP/2, Node's http2 client for REST and the event stream.
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import http2 from 'node:http2'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Code, createClient, type Interceptor } from '@connectrpc/connect'
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node'
@@ -13,6 +12,7 @@ import { RoomsService } from '../src/gen/app/rooms/v1/rooms_pb.js'
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { startApp, type TestApp } from './helpers/app.js'
 import { rpcError, signInPerson } from './helpers/people.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 function bearer (token: string): Interceptor {
   return (next) => async (request) => {
@@ -105,7 +105,7 @@ t.test('h2c: REST routes and the event stream over HTTP/2, HTTP/1.1 on the same 
 })
 
 t.test('TLS: ALPN offers h2 and http/1.1; plain text is refused on a TLS port', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'canvas-tls-'))
+  const dir = temporaryDir('canvas-tls-')
   const key = join(dir, 'key.pem')
   const cert = join(dir, 'cert.pem')
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' })

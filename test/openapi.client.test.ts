@@ -6,8 +6,7 @@
 // `additionalProperties: false` forced on every object, and every API header it carries (ETag,
 // Location, Idempotent-Replayed, X-Request-Id, the rate-limit headers, Retry-After) is declared.
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -17,6 +16,7 @@ import addFormatsModule from 'ajv-formats'
 import { lastMailTo, startApp, uniqueClientIp, uniqueEmail } from './helpers/app.js'
 import { startOidcProvider } from './helpers/oidc-provider.js'
 import { signInWithCookie } from './helpers/sign-in.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 type Json = Record<string, unknown>
 interface Answer { data?: unknown, error?: unknown, response: Response }
@@ -29,7 +29,7 @@ const s = await startApp({ OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: provider
 t.teardown(s.close)
 
 const doc = await (await fetch(`${s.url}/openapi.json`)).json() as Json
-const dir = mkdtempSync(join(tmpdir(), 'openapi-client-'))
+const dir = temporaryDir('openapi-client-')
 t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
 await generateClient({ input: doc, output: { path: dir }, plugins: ['@hey-api/client-fetch', '@hey-api/typescript', '@hey-api/sdk'], logs: { level: 'silent' } } as Parameters<typeof generateClient>[0])
 const sdk = await import(pathToFileURL(join(dir, 'sdk.gen.ts')).href) as Record<string, Call>

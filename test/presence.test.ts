@@ -10,8 +10,7 @@
 // learns who is present from the others, and a user's last stream closing on one instance is
 // `presence:left` on the other within a second.
 import t, { type Test } from 'tap'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { Code } from '@connectrpc/connect'
@@ -22,6 +21,7 @@ import { startOidcProvider } from './helpers/oidc-provider.js'
 import { plain, rpcError, signInPerson, type Person } from './helpers/people.js'
 import { rpcClient } from './helpers/sign-in.js'
 import { ofType, openStream, sleep, type SseMessage, type SseStream } from './helpers/sse.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const provider = await startOidcProvider()
 t.teardown(provider.close)
@@ -31,7 +31,7 @@ t.teardown(s.close)
 interface Pair { a: TestApp, b: TestApp, third: () => Promise<TestApp> }
 
 // Two apps on one embedded database (BuildOptions.database), and a third started later.
-const embedded = await openDatabase({ databaseUrl: undefined, dataDir: mkdtempSync(join(tmpdir(), 'canvas-presence-')) })
+const embedded = await openDatabase({ databaseUrl: undefined, dataDir: temporaryDir('canvas-presence-') })
 t.teardown(embedded.close)
 const embeddedEnv = { DATABASE_URL: undefined, RATE_LIMIT_KEY_PREFIX: `test-${randomUUID()}:`, SSE_HEARTBEAT_MS: '1000' }
 const pgliteA = await startApp(embeddedEnv, { database: embedded })

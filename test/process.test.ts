@@ -10,7 +10,8 @@ import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect
 import { AuthService } from '../src/gen/app/auth/v1/auth_pb.js'
 import { pdfBomb, postCv, warmCvParser } from './helpers/cv-files.js'
 import { startFakeSmtp } from './helpers/fake-smtp.js'
-import { migratedDataDir, temporaryDir } from './helpers/database-template.js'
+import { migratedDataDir } from './helpers/database-template.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 import { serverEnv as env, startServer } from './helpers/server-process.js'
 
 t.test('npm run migrate builds, applies the migrations and exits', async (t) => {

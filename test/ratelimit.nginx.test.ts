@@ -7,9 +7,8 @@
 // address is not nginx's own (127.0.0.1, the instances' TRUST_PROXY). Skipped where nginx is absent.
 import t, { type Test } from 'tap'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { request } from 'node:http'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { loadConfig } from '../src/config.js'
@@ -17,6 +16,7 @@ import { openDatabase } from '../src/db/database.js'
 import { buildApp } from '../src/app.js'
 import { testEnv, uniqueClientIp, uniqueEmail } from './helpers/app.js'
 import { freePort, startOwnRedis } from './helpers/own-redis.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const NGINX = '/usr/sbin/nginx'
 const hasNginx = spawnSync(NGINX, ['-v']).status === 0
@@ -25,7 +25,7 @@ const options = { skip: hasNginx ? false : `nginx is not installed (${NGINX}; De
 
 /** nginx as a plain load balancer: round robin over the instances, X-Forwarded-For appended. */
 async function startNginx (upstreams: string[]): Promise<{ port: number, stop: () => Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'canvas-nginx-'))
+  const dir = temporaryDir('canvas-nginx-')
   const port = await freePort()
   writeFileSync(join(dir, 'nginx.conf'), `
 worker_processes 1;

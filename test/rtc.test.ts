@@ -7,9 +7,6 @@
 // anyone else, exactly one winner of a race on Postgres); a string account is the caller's own id.
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 // The package's own parser (AccessToken2.from_string / verifySignature), which its index neither
 // re-exports nor types.
 // @ts-expect-error -- no declaration file for this module of the package
@@ -19,6 +16,7 @@ import { RtcRole, RtcService } from '../src/gen/app/rtc/v1/rtc_pb.js'
 import { lastMailTo, movableClock, startApp } from './helpers/app.js'
 import { anonymousRest, plain, rpcError, signInPerson, type Person } from './helpers/people.js'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const { AccessToken2, ServiceRtc } = agoraAccessToken2 as unknown as {
   AccessToken2: new () => AgoraToken
@@ -242,7 +240,7 @@ t.test('RTC_APP_ID and RTC_APP_CERTIFICATE must be Agora\'s 32 hexadecimal digit
   for (const [env, name] of [[{ RTC_APP_ID: 'not-an-id', RTC_APP_CERTIFICATE: certificate }, 'RTC_APP_ID'], [{ RTC_APP_ID: appId, RTC_APP_CERTIFICATE: 'x'.repeat(32) }, 'RTC_APP_CERTIFICATE']] as const) {
     let thrown: unknown
     try {
-      loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'canvas-rtc-config-')), ...env })
+      loadConfig({ DATA_DIR: temporaryDir('canvas-rtc-config-'), ...env })
     } catch (error) {
       thrown = error
     }

@@ -3,10 +3,9 @@
 // signatures), reached over HTTP by the AWS SDK exactly as AWS or MinIO would be. The bucket is
 // listed after every refused upload: nothing may appear in it.
 import t from 'tap'
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import S3rver from 's3rver'
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
@@ -14,10 +13,11 @@ import { sweepUnreferencedBytes } from '../src/core/uploads/upload-sweep.js'
 import { startApp } from './helpers/app.js'
 import { signInPerson } from './helpers/people.js'
 import { deleteAccount, eventually, formOf, multipartBytes, pngOfSize, rawUpload, SAMPLES, uploadClient } from './helpers/uploads.js'
+import { temporaryDir } from './helpers/temp-dirs.js'
 
 const MiB = 1024 * 1024
 const BUCKET = 'canvas-uploads'
-const directory = mkdtempSync(join(tmpdir(), 'canvas-s3-'))
+const directory = temporaryDir('canvas-s3-')
 
 /** The requests the S3 server received, as `METHOD /path?query`. */
 const received: string[] = []

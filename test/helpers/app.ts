@@ -8,7 +8,8 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Clock } from '../../src/infra/clock.js'
-import { migratedDataDir, temporaryDir } from './database-template.js'
+import { migratedDataDir } from './database-template.js'
+import { temporaryDir } from './temp-dirs.js'
 import { startOwnPgBouncer } from './own-pgbouncer.js'
 
 /**

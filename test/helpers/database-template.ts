@@ -7,11 +7,11 @@
 // template that scratch databases are created from (`CREATE DATABASE … TEMPLATE`).
 import { createHash } from 'node:crypto'
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { openDatabase } from '../../src/db/database.js'
+import { scratchRoot, temporaryDir } from './temp-dirs.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const migrationsDir = join(root, 'migrations')
@@ -29,9 +29,9 @@ function migrationsKey (): string {
  * make one: the first to finish is kept, the others are thrown away).
  */
 async function migratedPgliteDirectory (): Promise<string> {
-  const template = join(tmpdir(), `canvas-test-pglite-${migrationsKey()}`)
+  const template = join(scratchRoot, `canvas-test-pglite-${migrationsKey()}`)
   if (existsSync(template)) return template
-  const building = mkdtempSync(join(tmpdir(), 'canvas-test-pglite-building-'))
+  const building = mkdtempSync(join(scratchRoot, 'canvas-test-pglite-building-'))
   try {
     const handle = await openDatabase({ databaseUrl: undefined, dataDir: building })
     await handle.close()
@@ -48,16 +48,6 @@ async function migratedPgliteDirectory (): Promise<string> {
 }
 
 const pgliteTemplate = await migratedPgliteDirectory()
-
-const temporaryDirs: string[] = []
-process.on('exit', () => { for (const dir of temporaryDirs) rmSync(dir, { recursive: true, force: true }) })
-
-/** A new, empty temporary folder, removed when the test process exits. */
-export function temporaryDir (prefix = 'canvas-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix))
-  temporaryDirs.push(dir)
-  return dir
-}
 
 /** A new DATA_DIR whose embedded database is a copy of the migrated one (DATA_DIR/pglite). */
 export function migratedDataDir (prefix?: string): string {
@@ -83,7 +73,7 @@ export async function migratedPostgresTemplate (superuserUrl: string): Promise<s
     if (found.rows[0]?.ready === true) return name
     if (found.rows.length > 0) await admin.query(`drop database ${name} with (force)`) // a build that died half-way
     await admin.query(`create database ${name}`)
-    const handle = await openDatabase({ databaseUrl: withDatabase(superuserUrl, name), dataDir: tmpdir(), databasePoolSize: 1 })
+    const handle = await openDatabase({ databaseUrl: withDatabase(superuserUrl, name), dataDir: scratchRoot, databasePoolSize: 1 })
     await handle.close()
     await admin.query(`alter database ${name} is_template true`)
     return name

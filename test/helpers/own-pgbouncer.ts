@@ -2,12 +2,13 @@
 // Postgres the test names: a free loopback port, trust auth, a small server pool, stopped by its PID.
 // Run as the `postgres` user when this process is root (PgBouncer refuses to run as root).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir, userInfo } from 'node:os'
+import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { freePort } from './own-redis.js'
+import { temporaryDir } from './temp-dirs.js'
 
 export const PGBOUNCER = '/usr/sbin/pgbouncer'
 const SETPRIV = '/usr/bin/setpriv'
@@ -56,7 +57,7 @@ export async function startOwnPgBouncer (target: string, options: { poolSize?: n
   const poolSize = options.poolSize ?? 4
   const parsed = new URL(target)
   const users = options.users ?? [decodeURIComponent(parsed.username || 'postgres')]
-  const dir = mkdtempSync(join(tmpdir(), 'canvas-pgbouncer-'))
+  const dir = temporaryDir('canvas-pgbouncer-')
   const port = await freePort()
   const ini = join(dir, 'pgbouncer.ini')
   writeFileSync(join(dir, 'users.txt'), users.map((user) => `"${user}" ""\n`).join(''))

@@ -3,12 +3,13 @@
 // shared Postgres, which other test files use at the same time. Run as the `postgres` user when
 // this process is root (Postgres refuses to run as root).
 import { execFile, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir, userInfo } from 'node:os'
+import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
+import { temporaryDir } from './temp-dirs.js'
 
 export interface OwnPostgres {
   /** `postgres://postgres@127.0.0.1:PORT/postgres` */
@@ -99,7 +100,7 @@ async function run (bin: string, program: string, args: string[]): Promise<void>
 export async function startOwnPostgres ({ settings = {} }: { settings?: Record<string, string> } = {}): Promise<OwnPostgres> {
   const bin = postgresBinaries()
   if (bin === undefined) throw new Error('initdb not found')
-  const dir = mkdtempSync(join(tmpdir(), 'canvas-pg-'))
+  const dir = temporaryDir('canvas-pg-')
   const uid = idOf('-u')
   const gid = idOf('-g')
   if (asRoot && uid !== undefined && gid !== undefined) chownSync(dir, uid, gid)

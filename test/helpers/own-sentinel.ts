@@ -3,11 +3,11 @@
 // the test's own and stopped by its PID. A master that stops answering is declared down after 1 s.
 import type { ChildProcess } from 'node:child_process'
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { ended, freePort, launchRedisProcess } from './own-redis.js'
+import { temporaryDir } from './temp-dirs.js'
 
 export const SENTINEL_MASTER_NAME = 'canvasmaster'
 const DOWN_AFTER_MS = 1_000
@@ -41,7 +41,7 @@ function dataArgs (dir: string, port: number): string[] {
 }
 
 export async function startOwnSentinelSet (): Promise<OwnSentinelSet> {
-  const dir = mkdtempSync(join(tmpdir(), 'canvas-sentinel-'))
+  const dir = temporaryDir('canvas-sentinel-')
   const masterPort = await freePort()
   const replicaPort = await freePort()
   const sentinelPorts = [await freePort(), await freePort(), await freePort()]
