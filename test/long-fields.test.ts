@@ -34,19 +34,24 @@ function stringFields (message: DescMessage): string[] {
 }
 
 /**
- * Runs `send` and reports the longest event-loop stall meanwhile, in milliseconds. A stall past the
- * bound is measured again, up to twice, and the shortest counts: a garbage collection or the test
- * machine's other processes can hold this one up once, while slow input handling stalls every time.
+ * Runs `send` and reports how long the request held the event loop, in milliseconds: the longest
+ * stall of the loop meanwhile, but no more than the CPU time this process spent (the handling's work
+ * bounds any stall it causes, while a stall past that work is the machine's other processes holding
+ * this one off the CPU, as test files running beside this one do). Past the bound it is measured
+ * again, up to twice, and the shortest counts: a garbage collection can land once, while slow input
+ * handling costs every time.
  */
 async function longestStall (send: () => Promise<{ statusCode: number, body: string }>): Promise<{ stallMs: number, statusCode: number, body: string }> {
   let best: { stallMs: number, statusCode: number, body: string } | undefined
   for (let attempt = 0; attempt < 3 && (best === undefined || best.stallMs > STALL_BOUND_MS); attempt++) {
     const histogram = monitorEventLoopDelay({ resolution: 1 })
     histogram.enable()
+    const cpuBefore = process.cpuUsage()
     const answer = await send()
     await new Promise((resolve) => setTimeout(resolve, 5))
+    const cpu = process.cpuUsage(cpuBefore)
     histogram.disable()
-    const stallMs = histogram.max / 1e6
+    const stallMs = Math.min(histogram.max / 1e6, (cpu.user + cpu.system) / 1e3)
     if (best === undefined || stallMs < best.stallMs) best = { stallMs, statusCode: answer.statusCode, body: answer.body }
   }
   return best as { stallMs: number, statusCode: number, body: string }
