@@ -252,16 +252,19 @@ async function outageTests (): Promise<void> {
     await stream.waitFor(titled('gap-4'), 3_000)
     t.pass('A caught up from the log once it could connect, with no later event to announce it')
 
-    // Again, but when A's listener is back its first read fails (the role allows one connection,
-    // which the listener holds): the catch-up must keep trying until reads work again.
+    // Again, but when A's listener is back its reads of the log fail (A may connect but not read
+    // the log: its right to was revoked): the catch-up must keep trying until reads work again. (A
+    // connection limit would race: A's log poll and session checks could take the one connection
+    // before the listener does.)
     await cluster.query('alter role instance_a nologin')
     await cluster.terminateBackends('instance_a')
     for (let i = 0; i < 3; i++) written.push(await writeSpark(owner, roomId, `late-${i}`))
-    await cluster.query('alter role instance_a login connection limit 1')
+    await cluster.query('revoke select on event_log from instance_a', { database: 'canvas' })
+    await cluster.query('alter role instance_a login')
     await until('A listens again', async () => (await cluster.query("select count(*)::int as n from pg_stat_activity where usename = 'instance_a' and application_name = 'canvas-live-listener'"))[0]?.n === 1, 3_000)
     await sleep(700)
     t.notOk(stream.messages.some(titled('late-0')), 'A cannot read the log yet')
-    await cluster.query('alter role instance_a connection limit -1')
+    await cluster.query('grant select on event_log to instance_a', { database: 'canvas' })
     await stream.waitFor(titled('late-2'), 3_000)
     t.pass('A caught up as soon as it could read, with no later event to announce it')
 
