@@ -2,16 +2,21 @@
 // 24-hour retention in small batches, each a short transaction of its own, so events keep arriving
 // while a large backlog is pruned; and only one session prunes at a time (an advisory lock that
 // nobody waits for: an instance that finds it taken leaves the work to the one holding it).
-// PGlite by default, Postgres when DATABASE_URL is set.
+// PGlite by default; when DATABASE_URL is set, a Postgres database of this file's own: pruning is
+// database-wide, and every app that starts prunes, so test files beside this one would prune its
+// backlog (or hold the lock) mid-test.
 import t from 'tap'
 import pg from 'pg'
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { startApp, uniqueClientIp } from './helpers/app.js'
 import { signInPerson } from './helpers/people.js'
+import { createScratchDatabase } from './helpers/scratch-database.js'
 import { openStream } from './helpers/sse.js'
 
-const s = await startApp()
+const scratch = process.env.DATABASE_URL === undefined ? undefined : await createScratchDatabase(process.env.DATABASE_URL, 'canvas_prune', { migrated: true })
+if (scratch !== undefined) t.teardown(scratch.drop)
+const s = await startApp(scratch === undefined ? {} : { DATABASE_URL: scratch.urlAs() })
 t.teardown(s.close)
 const db = s.app.deps.db
 const nobody = JSON.stringify({ kind: 'users', userIds: ['user_nobody'] })
@@ -52,10 +57,10 @@ t.test('a backlog of 50,000 expired events is pruned in batches while events kee
   await sql`delete from event_log where payload->>'tag' = ${recent}`.execute(db)
 })
 
-t.test('one session prunes at a time: while another holds the pruning lock, prune() leaves the work to it at once', { skip: process.env.DATABASE_URL === undefined ? 'Postgres only (PGlite has one session)' : false }, async (t) => {
+t.test('one session prunes at a time: while another holds the pruning lock, prune() leaves the work to it at once', { skip: scratch === undefined ? 'Postgres only (PGlite has one session)' : false }, async (t) => {
   const old = `held-${randomUUID()}`
   await seed(old, 2_000, 25, 3)
-  const other = new pg.Client({ connectionString: process.env.DATABASE_URL })
+  const other = new pg.Client({ connectionString: scratch?.urlAs() })
   await other.connect()
   t.teardown(async () => { await other.end().catch(() => {}) })
   await other.query('select pg_advisory_lock($1::int, 1)', [0x4556])
