@@ -27,6 +27,12 @@ export async function importBuilt (): Promise<{ buildApp: typeof import('../src/
 
 /** Tier maxima for the app's `rateLimit.maxOverride`: a bench user's thousands of requests a minute
  *  all get real answers, never 429s (a cheaper reply would flatter the service). */
+/** A positive number from the environment (a bench's knob), or `fallback`. */
+export function positiveEnv (name: string, fallback: number): number {
+  const value = Number(process.env[name])
+  return Number.isFinite(value) && value > 0 ? value : fallback
+}
+
 export const UNLIMITED_TIERS = { strict: 1e9, expensive: 1e9, upload: 1e9, canvas: 1e9, write: 1e9, read: 1e9, standard: 1e9 }
 
 /** A compiled module of `src/` in a checkout: `dist/src/<path>`, or `dist/<path>` in checkouts from

@@ -26,24 +26,20 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { BENCH_JWT_SECRET, buildDist, reapOnExit } from './harness.js'
+import { BENCH_JWT_SECRET, buildDist, positiveEnv, reapOnExit } from './harness.js'
 import { newId } from '../src/infra/ids.js'
 import { startOwnPostgres } from '../test/helpers/own-postgres.js'
 
-const env = (name: string, fallback: number): number => {
-  const value = Number(process.env[name])
-  return Number.isFinite(value) && value > 0 ? value : fallback
-}
-const ROUNDS = env('BENCH_ROUNDS', 3)
-const SECONDS = env('BENCH_SECONDS', 8)
-const RATE = env('BENCH_RATE', 40)
-const SUBSCRIBERS = env('BENCH_SUBSCRIBERS', 20)
-const LAYOUTS = env('BENCH_LAYOUTS', 2)
-const WRITERS = env('BENCH_WRITERS', 8)
-const BACKLOG = env('BENCH_BACKLOG', 200_000)
-const BURSTS = env('BENCH_BURSTS', 10)
-const BURST_EVENTS = env('BENCH_BURST_EVENTS', 100)
-const BURST_BYTES = env('BENCH_BURST_BYTES', 10_000)
+const ROUNDS = positiveEnv('BENCH_ROUNDS', 3)
+const SECONDS = positiveEnv('BENCH_SECONDS', 8)
+const RATE = positiveEnv('BENCH_RATE', 40)
+const SUBSCRIBERS = positiveEnv('BENCH_SUBSCRIBERS', 20)
+const LAYOUTS = positiveEnv('BENCH_LAYOUTS', 2)
+const WRITERS = positiveEnv('BENCH_WRITERS', 8)
+const BACKLOG = positiveEnv('BENCH_BACKLOG', 200_000)
+const BURSTS = positiveEnv('BENCH_BURSTS', 10)
+const BURST_EVENTS = positiveEnv('BENCH_BURST_EVENTS', 100)
+const BURST_BYTES = positiveEnv('BENCH_BURST_BYTES', 10_000)
 const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'layouts,pruning,bursts').split(','))
 const ALGORITHM = process.env.BENCH_ALGORITHM ?? 'force-directed'
 const TILES = 1000

@@ -24,23 +24,19 @@
 // BENCH_OBSERVERS (20), BENCH_SMALL (10), BENCH_CONNECTIONS (50 per instance).
 import http from 'node:http'
 import { loadavg } from 'node:os'
-import { buildDist } from './harness.js'
+import { buildDist, positiveEnv } from './harness.js'
 import { clientIp, fixed, now, signInMany, sleep, startService, type Service } from './live-cluster.js'
 
 if (process.env.DATABASE_URL === undefined || process.env.REDIS_URL === undefined) {
   console.error('bench/presence.ts measures on Postgres + Redis: set DATABASE_URL (a database of its own) and REDIS_URL.')
   process.exit(2)
 }
-const env = (name: string, fallback: number): number => {
-  const value = Number(process.env[name])
-  return Number.isFinite(value) && value > 0 ? value : fallback
-}
-const USERS = env('BENCH_USERS', 1000)
-const RATE = env('BENCH_RATE', 10)
-const SECONDS = env('BENCH_SECONDS', 10)
-const OBSERVERS = env('BENCH_OBSERVERS', 20)
-const SMALL = Math.min(env('BENCH_SMALL', 10), USERS)
-const CONNECTIONS = env('BENCH_CONNECTIONS', 50)
+const USERS = positiveEnv('BENCH_USERS', 1000)
+const RATE = positiveEnv('BENCH_RATE', 10)
+const SECONDS = positiveEnv('BENCH_SECONDS', 10)
+const OBSERVERS = positiveEnv('BENCH_OBSERVERS', 20)
+const SMALL = Math.min(positiveEnv('BENCH_SMALL', 10), USERS)
+const CONNECTIONS = positiveEnv('BENCH_CONNECTIONS', 50)
 const load = (): string => loadavg().map((l) => l.toFixed(1)).join(' / ')
 
 buildDist()

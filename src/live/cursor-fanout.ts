@@ -9,6 +9,7 @@
 import type { AudienceResolver } from '../core/audience.js'
 import type { CursorPosition } from '../core/canvas/canvas.types.js'
 import type { PresenceDirectory } from '../core/presence/presence-directory.js'
+import { toPresentUser } from '../core/presence/presence.types.js'
 import type { Clock } from '../infra/clock.js'
 import type { Logger } from '../infra/logger.js'
 import type { CursorPresence } from './cursor-presence.js'
@@ -70,12 +71,13 @@ export function fanOutCursors (options: { presence: CursorPresence, audience: Au
     })
   })
 
-  presence.onJoined((roomId, { userId, since, lastActiveAt }) => {
+  presence.onJoined((roomId, record) => {
     if (streams.size === 0) return
+    const { userId } = record
     const timestamp = clock.now().toISOString()
     deliverToRoom(roomId, people.describe(userId).then((user): Deliver | undefined => {
       if (user === undefined) return undefined
-      const payload = { roomId, user: { userId, displayName: user.displayName, avatarUrl: user.avatarUrl, since: new Date(since).toISOString(), lastActiveAt: new Date(lastActiveAt).toISOString() } }
+      const payload = { roomId, user: toPresentUser(user, record) }
       const joined: StreamMessage = { data: { type: 'presence:joined', payload, timestamp, userId } }
       return (stream) => { if (stream.userId !== userId) stream.outbox.note(joined, 'presence') }
     }))

@@ -3,8 +3,8 @@
 // (bytes, end, abort) that the SSE route provides, paced by its outbox (stream-outbox.ts). The work is
 // done by units named for their job: event-fanout.ts (committed events to the streams that may see
 // them), replay.ts (what a reconnecting client missed, and catching up a stream that fell behind),
-// cursor-fanout.ts (cursor batches, presence joins and leaves) and stream-upkeep.ts (heartbeats, slot refreshes,
-// ending streams whose session ended).
+// cursor-fanout.ts (cursor batches, presence joins and leaves) and stream-upkeep.ts (heartbeats,
+// slot refreshes, ending streams whose session ended).
 import type { AudienceResolver } from '../core/audience.js'
 import type { PresenceDirectory } from '../core/presence/presence-directory.js'
 import type { Db } from '../db/database.js'

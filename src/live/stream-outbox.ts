@@ -136,12 +136,21 @@ export class StreamOutbox {
 
   /** A message that is not in the log (a heartbeat, cursors, `cursor:left`, `presence:*`). */
   note (message: StreamMessage, kind: NoteKind): void {
-    if (this.closed) return
-    if (kind === 'heartbeat' ? this.heartbeatsQueued > 0 : kind !== 'presence' && (this.catching || (kind === 'cursors' && this.heldBytes >= PACE_BYTES))) return
+    if (this.closed || this.skips(kind)) return
     const frame = frameOf(message)
     const held = this.heldBytes
     if (held > 0 && held + frame.length > MAX_WAITING_BYTES) return
     this.push(frame, undefined, kind === 'heartbeat')
+  }
+
+  /** Whether a note of this kind is left out now (the rules in the header). */
+  private skips (kind: NoteKind): boolean {
+    switch (kind) {
+      case 'heartbeat': return this.heartbeatsQueued > 0
+      case 'presence': return false
+      case 'cursor-left': return this.catching
+      case 'cursors': return this.catching || this.heldBytes >= PACE_BYTES
+    }
   }
 
   /** An SSE comment for an idle stream (proxies cut silent ones); a busy stream is not silent. */

@@ -3,7 +3,7 @@
 // the joins of one turn of the event loop (a crowd arriving, or a restarted instance learning who is
 // present) are read together, at most MAX_BATCH ids per statement.
 import type { Db } from '../../db/database.js'
-import type { UserSummary } from '../users/users.types.js'
+import { toUserSummary, type UserSummary } from '../users/users.types.js'
 import { shownUsers } from './presence.repository.js'
 
 const MAX_BATCH = 500
@@ -20,7 +20,7 @@ export function createPresenceDirectory (db: Db): PresenceDirectory {
   async function read (ids: string[], waiters: typeof waiting): Promise<void> {
     try {
       const rows = await shownUsers(db, ids)
-      const found = new Map(rows.map((row) => [row.id, { id: row.id, displayName: row.display_name, avatarUrl: row.avatar_url ?? '' }]))
+      const found = new Map(rows.map((row) => [row.id, toUserSummary(row)]))
       for (const id of ids) for (const waiter of waiters.get(id) ?? []) waiter.resolve(found.get(id))
     } catch (error) {
       for (const id of ids) for (const waiter of waiters.get(id) ?? []) waiter.reject(error)

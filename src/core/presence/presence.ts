@@ -8,7 +8,8 @@ import { loadVisibleRoom } from '../rooms/room-access.js'
 import { joinRoom } from '../rooms/room-members.repository.js'
 import { parseInput } from '../validation.js'
 import { shownPresentUsers } from './presence.repository.js'
-import { MAX_LISTED_PRESENT, PresenceQuery, ReportPresenceInput, type PresenceBoard, type RoomPresence } from './presence.types.js'
+import { toUserSummary } from '../users/users.types.js'
+import { MAX_LISTED_PRESENT, PresenceQuery, ReportPresenceInput, toPresentUser, type PresenceBoard, type RoomPresence } from './presence.types.js'
 
 export function createPresence (deps: { db: Db, clock: Clock, presenceBoard: PresenceBoard }) {
   const { db, clock, presenceBoard: board } = deps
@@ -23,14 +24,7 @@ export function createPresence (deps: { db: Db, clock: Clock, presenceBoard: Pre
       const records = new Map(present.map((p) => [p.userId, p]))
       const users = rows.flatMap((row) => {
         const record = records.get(row.id)
-        if (record === undefined) return []
-        return [{
-          userId: row.id,
-          displayName: row.display_name,
-          avatarUrl: row.avatar_url ?? '',
-          since: new Date(record.since).toISOString(),
-          lastActiveAt: new Date(record.lastActiveAt).toISOString()
-        }]
+        return record === undefined ? [] : [toPresentUser(toUserSummary(row), record)]
       })
       return { roomId, users, total, more: total - users.length }
     },

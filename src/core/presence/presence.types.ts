@@ -3,6 +3,7 @@
 // instance and shared as cursors are (src/live/cursor-presence.ts).
 import { Type } from 'typebox'
 import { RoomId } from '../rooms/rooms.types.js'
+import type { UserSummary } from '../users/users.types.js'
 
 /** GetPresence lists at most this many users (oldest first); `total` and `more` count the rest. */
 export const MAX_LISTED_PRESENT = 200
@@ -35,6 +36,11 @@ export interface PresentUser {
   since: string
   /** Their latest cursor or presence report there (ISO 8601). */
   lastActiveAt: string
+}
+
+/** A present user as GetPresence lists them and `presence:joined` shows them. */
+export function toPresentUser (user: UserSummary, record: PresenceRecord): PresentUser {
+  return { userId: user.id, displayName: user.displayName, avatarUrl: user.avatarUrl, since: new Date(record.since).toISOString(), lastActiveAt: new Date(record.lastActiveAt).toISOString() }
 }
 
 /** GetPresence's answer: `users` holds at most MAX_LISTED_PRESENT, `total` counts every present user

@@ -70,6 +70,11 @@ export function toUser (row: Pick<Selectable<UsersTable>, 'id' | 'email' | 'disp
   }
 }
 
+/** How a user is shown wherever a user is shown (office members, presence). */
+export function toUserSummary (row: Pick<Selectable<UsersTable>, 'id' | 'display_name' | 'avatar_url'>): UserSummary {
+  return { id: row.id, displayName: row.display_name, avatarUrl: row.avatar_url ?? '' }
+}
+
 export function toPublicUser (row: Pick<Selectable<UsersTable>, 'id' | 'display_name' | 'avatar_url' | 'created_at'>): PublicUser {
   return { id: row.id, displayName: row.display_name, avatarUrl: row.avatar_url ?? '', createdAt: row.created_at.toISOString() }
 }
